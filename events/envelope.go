@@ -1,0 +1,219 @@
+package events
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/agentbus/agentbus/schemas"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// Header names of the CloudEvents NATS binding in binary content mode.
+const (
+	HeaderID          = "ce-id"
+	HeaderSource      = "ce-source"
+	HeaderType        = "ce-type"
+	HeaderSpecVersion = "ce-specversion"
+	HeaderTime        = "ce-time"
+	HeaderSubject     = "ce-subject"
+	HeaderTenant      = "ce-tenantid"
+	HeaderWorkflow    = "ce-workflowid"
+	HeaderStep        = "ce-stepid"
+	HeaderTraceParent = "ce-traceparent"
+	HeaderContentType = "Content-Type"
+	ContentTypeJSON   = "application/json"
+	SpecVersion       = "1.0"
+)
+
+// ErrMalformed is wrapped by every *DecodeError.
+var ErrMalformed = errors.New("events: malformed event")
+
+// DecodeError says what was wrong with an incoming event and where: a header
+// name, or a JSON pointer into the data prefixed by "data".
+type DecodeError struct {
+	Where  string
+	Reason string
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("events: malformed event at %s: %s", e.Where, e.Reason)
+}
+
+// Unwrap lets errors.Is(err, ErrMalformed) hold.
+func (e *DecodeError) Unwrap() error { return ErrMalformed }
+
+// Envelope is one agentbus CloudEvent with its data still encoded as JSON.
+// It is a plain value and safe to copy.
+type Envelope struct {
+	ID          string
+	Source      string
+	Type        Type
+	Time        time.Time
+	Subject     string // the CloudEvents subject attribute, not the NATS subject
+	TenantID    string
+	WorkflowID  string
+	StepID      string
+	TraceParent string
+	Data        json.RawMessage
+}
+
+// New builds an envelope for payload. id should be the deterministic dedup key
+// of the publish (see MsgID helpers) so that a retried publish repeats the id.
+func New(typ Type, id, source, tenant, workflow, step string, payload any) (Envelope, error) {
+	data, err := json.Marshal(payload)
+	if err != nil {
+		return Envelope{}, fmt.Errorf("events: marshal %s: %w", typ, err)
+	}
+	return Envelope{
+		ID: id, Source: source, Type: typ, Time: time.Now().UTC(),
+		TenantID: tenant, WorkflowID: workflow, StepID: step, Data: data,
+	}, nil
+}
+
+// Unmarshal decodes the envelope's data into v.
+func (e Envelope) Unmarshal(v any) error {
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return &DecodeError{Where: "data", Reason: err.Error()}
+	}
+	return nil
+}
+
+// Message is an encoded event, independent of any NATS client library.
+type Message struct {
+	Header map[string][]string
+	Data   []byte
+}
+
+// Encode checks e with the CloudEvents SDK and returns it in binary content
+// mode: attributes as ce- headers, data as the body.
+func Encode(e Envelope) (Message, error) {
+	ev := cloudevents.New(SpecVersion)
+	ev.SetID(e.ID)
+	ev.SetSource(e.Source)
+	ev.SetType(string(e.Type))
+	ev.SetTime(e.Time)
+	if e.Subject != "" {
+		ev.SetSubject(e.Subject)
+	}
+	if err := ev.Validate(); err != nil {
+		return Message{}, fmt.Errorf("events: encode %s: %w", e.Type, err)
+	}
+	if err := checkIDs(e); err != nil {
+		return Message{}, err
+	}
+	h := map[string][]string{
+		HeaderSpecVersion: {SpecVersion},
+		HeaderID:          {e.ID},
+		HeaderSource:      {e.Source},
+		HeaderType:        {string(e.Type)},
+		HeaderTime:        {ev.Time().UTC().Format(time.RFC3339Nano)},
+		HeaderContentType: {ContentTypeJSON},
+		HeaderTenant:      {e.TenantID},
+	}
+	set := func(k, v string) {
+		if v != "" {
+			h[k] = []string{v}
+		}
+	}
+	set(HeaderSubject, e.Subject)
+	set(HeaderWorkflow, e.WorkflowID)
+	set(HeaderStep, e.StepID)
+	set(HeaderTraceParent, e.TraceParent)
+	return Message{Header: h, Data: e.Data}, nil
+}
+
+// Decode reads a binary-mode CloudEvent from NATS headers and body, and
+// rejects it with a *DecodeError if the envelope, an id, or the data (checked
+// against the type's JSON Schema) is malformed.
+func Decode(header map[string][]string, data []byte) (Envelope, error) {
+	get := func(k string) string { return lookup(header, k) }
+	for _, k := range []string{HeaderSpecVersion, HeaderID, HeaderSource, HeaderType} {
+		if get(k) == "" {
+			return Envelope{}, &DecodeError{Where: k, Reason: "required header is missing"}
+		}
+	}
+	if v := get(HeaderSpecVersion); v != SpecVersion {
+		return Envelope{}, &DecodeError{Where: HeaderSpecVersion, Reason: fmt.Sprintf("unsupported version %q, want %q", v, SpecVersion)}
+	}
+	if ct := get(HeaderContentType); ct != "" && !strings.HasPrefix(ct, ContentTypeJSON) {
+		return Envelope{}, &DecodeError{Where: HeaderContentType, Reason: fmt.Sprintf("content type %q, want %s", ct, ContentTypeJSON)}
+	}
+	ev := cloudevents.New(SpecVersion)
+	ev.SetID(get(HeaderID))
+	ev.SetSource(get(HeaderSource))
+	ev.SetType(get(HeaderType))
+	e := Envelope{
+		ID: get(HeaderID), Source: get(HeaderSource), Type: Type(get(HeaderType)),
+		Subject: get(HeaderSubject), TenantID: get(HeaderTenant), WorkflowID: get(HeaderWorkflow),
+		StepID: get(HeaderStep), TraceParent: get(HeaderTraceParent), Data: data,
+	}
+	if t := get(HeaderTime); t != "" {
+		ts, err := time.Parse(time.RFC3339Nano, t)
+		if err != nil {
+			return Envelope{}, &DecodeError{Where: HeaderTime, Reason: "not an RFC 3339 timestamp"}
+		}
+		ev.SetTime(ts)
+		e.Time = ts.UTC()
+	}
+	if err := ev.Validate(); err != nil {
+		return Envelope{}, &DecodeError{Where: "ce-*", Reason: err.Error()}
+	}
+	if !e.Type.Known() {
+		return Envelope{}, &DecodeError{Where: HeaderType, Reason: fmt.Sprintf("unknown event type %q", e.Type)}
+	}
+	if e.TenantID == "" {
+		return Envelope{}, &DecodeError{Where: HeaderTenant, Reason: "required header is missing"}
+	}
+	if err := checkIDs(e); err != nil {
+		var te *subjects.TokenError
+		if errors.As(err, &te) {
+			return Envelope{}, &DecodeError{Where: "ce-" + te.Field + "id", Reason: te.Error()}
+		}
+		return Envelope{}, &DecodeError{Where: "ce-*", Reason: err.Error()}
+	}
+	if err := schemas.Validate(e.Type.Schema(), data); err != nil {
+		var ve *schemas.ValidationError
+		if errors.As(err, &ve) && len(ve.Problems) > 0 {
+			p := ve.Problems[0]
+			return Envelope{}, &DecodeError{Where: "data" + p.Pointer, Reason: p.Message}
+		}
+		return Envelope{}, &DecodeError{Where: "data", Reason: err.Error()}
+	}
+	return e, nil
+}
+
+func checkIDs(e Envelope) error {
+	if err := subjects.ValidTenant(e.TenantID); err != nil {
+		return err
+	}
+	if e.WorkflowID != "" {
+		if err := subjects.ValidWorkflow(e.WorkflowID); err != nil {
+			return err
+		}
+	}
+	if e.StepID != "" {
+		if err := subjects.ValidStep(e.StepID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lookup finds a header case-insensitively: nats.go keeps header names as
+// sent, and some clients canonicalise them (Ce-Id).
+func lookup(h map[string][]string, key string) string {
+	if v, ok := h[key]; ok && len(v) > 0 {
+		return v[0]
+	}
+	for k, v := range h {
+		if len(v) > 0 && strings.EqualFold(k, key) {
+			return v[0]
+		}
+	}
+	return ""
+}

@@ -1,0 +1,47 @@
+package subjects
+
+// Root is the first token of every agentbus subject.
+const Root = "agentbus"
+
+// Stream names (DESIGN.md §2).
+const (
+	// StreamWorkflows holds workflow submissions (work-queue retention).
+	StreamWorkflows = "AGENTBUS_WORKFLOWS"
+	// StreamSteps holds plan steps, one subject per capability (work-queue retention).
+	StreamSteps = "AGENTBUS_STEPS"
+	// StreamReplies holds step results and failures (work-queue retention).
+	StreamReplies = "AGENTBUS_REPLIES"
+	// StreamEvents holds every workflow's client event log (limits retention).
+	StreamEvents = "AGENTBUS_EVENTS"
+	// StreamDeadLetter holds steps that exhausted their deliveries, with the reason.
+	StreamDeadLetter = "AGENTBUS_DEADLETTER"
+)
+
+// KV bucket names (DESIGN.md §2).
+const (
+	// BucketCheckpoints holds one checkpoint per workflow, keyed by CheckpointKey.
+	BucketCheckpoints = "AGENTBUS_CHECKPOINTS"
+	// BucketAgents holds agent registrations with a per-key TTL.
+	BucketAgents = "AGENTBUS_AGENTS"
+	// BucketControl records control messages (cancel) so late subscribers see them.
+	BucketControl = "AGENTBUS_CONTROL"
+)
+
+// Durable consumer names shared by every instance of a role.
+const (
+	// ConsumerSubmissions is the orchestrators' shared consumer on StreamWorkflows.
+	ConsumerSubmissions = "orchestrator-submissions"
+	// ConsumerReplies is the orchestrators' shared consumer on StreamReplies.
+	ConsumerReplies = "orchestrator-replies"
+)
+
+// Wildcard filters that the streams capture; each matches exactly one kind of
+// subject for every tenant.
+const (
+	AllSubmissions = Root + ".*.workflow.submit"
+	AllSteps       = Root + ".*.step.*"
+	AllReplies     = Root + ".*.reply.*"
+	AllEvents      = Root + ".*.events.*"
+	AllControl     = Root + ".*.control.*"
+	AllDeadLetters = Root + ".*.deadletter.*"
+)

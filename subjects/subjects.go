@@ -1,0 +1,118 @@
+package subjects
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Submit returns "agentbus.<tenant>.workflow.submit".
+func Submit(tenant string) (string, error) {
+	if err := ValidTenant(tenant); err != nil {
+		return "", err
+	}
+	return Root + "." + tenant + ".workflow.submit", nil
+}
+
+// Step returns "agentbus.<tenant>.step.<capability>".
+func Step(tenant, capability string) (string, error) {
+	return join(tenant, "step", "capability", capability)
+}
+
+// Reply returns "agentbus.<tenant>.reply.<workflow>".
+func Reply(tenant, workflow string) (string, error) {
+	return join(tenant, "reply", "workflow", workflow)
+}
+
+// Events returns "agentbus.<tenant>.events.<workflow>".
+func Events(tenant, workflow string) (string, error) {
+	return join(tenant, "events", "workflow", workflow)
+}
+
+// Control returns "agentbus.<tenant>.control.<workflow>".
+func Control(tenant, workflow string) (string, error) {
+	return join(tenant, "control", "workflow", workflow)
+}
+
+// DeadLetter returns "agentbus.<tenant>.deadletter.<capability>".
+func DeadLetter(tenant, capability string) (string, error) {
+	return join(tenant, "deadletter", "capability", capability)
+}
+
+func join(tenant, kind, field, last string) (string, error) {
+	if err := ValidTenant(tenant); err != nil {
+		return "", err
+	}
+	if err := check(field, last); err != nil {
+		return "", err
+	}
+	return Root + "." + tenant + "." + kind + "." + last, nil
+}
+
+// StepFilter returns the consumer filter "agentbus.*.step.<capability>": one
+// durable consumer per capability serves every tenant.
+func StepFilter(capability string) (string, error) {
+	if err := ValidCapability(capability); err != nil {
+		return "", err
+	}
+	return Root + ".*.step." + capability, nil
+}
+
+// StepConsumer returns the durable consumer name shared by every worker of a capability.
+func StepConsumer(capability string) (string, error) {
+	if err := ValidCapability(capability); err != nil {
+		return "", err
+	}
+	return "step-" + capability, nil
+}
+
+// CheckpointKey returns the KV key "<tenant>.<workflow>" used in
+// BucketCheckpoints and BucketControl.
+func CheckpointKey(tenant, workflow string) (string, error) {
+	if err := ValidTenant(tenant); err != nil {
+		return "", err
+	}
+	if err := ValidWorkflow(workflow); err != nil {
+		return "", err
+	}
+	return tenant + "." + workflow, nil
+}
+
+// ErrNotAgentbus is returned by Parse for a subject outside the agentbus namespace.
+var ErrNotAgentbus = errors.New("subjects: not an agentbus subject")
+
+// Parsed is a subject split into its parts.
+type Parsed struct {
+	Tenant string
+	Kind   string // "workflow", "step", "reply", "events", "control", "deadletter"
+	Last   string // capability or workflow id; "submit" for submissions
+}
+
+// Parse splits an agentbus subject and validates every token.
+func Parse(subject string) (Parsed, error) {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 4 || parts[0] != Root {
+		return Parsed{}, fmt.Errorf("%w: %q", ErrNotAgentbus, subject)
+	}
+	p := Parsed{Tenant: parts[1], Kind: parts[2], Last: parts[3]}
+	if err := ValidTenant(p.Tenant); err != nil {
+		return Parsed{}, err
+	}
+	switch p.Kind {
+	case "workflow":
+		if p.Last != "submit" {
+			return Parsed{}, fmt.Errorf("%w: %q", ErrNotAgentbus, subject)
+		}
+	case "step", "deadletter":
+		if err := ValidCapability(p.Last); err != nil {
+			return Parsed{}, err
+		}
+	case "reply", "events", "control":
+		if err := ValidWorkflow(p.Last); err != nil {
+			return Parsed{}, err
+		}
+	default:
+		return Parsed{}, fmt.Errorf("%w: %q", ErrNotAgentbus, subject)
+	}
+	return p, nil
+}
