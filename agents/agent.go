@@ -1,0 +1,63 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
+
+// Request is one plan step as an agent sees it.
+type Request struct {
+	TenantID   string
+	WorkflowID string
+	StepID     string
+	Capability string
+	Attempt    int
+	// Query is the workflow's original query, for context.
+	Query string
+	// Input is the step's input from the plan (any JSON, possibly empty).
+	Input json.RawMessage
+	// DependencyOutputs holds the output of every step this one depends on.
+	DependencyOutputs map[string]json.RawMessage
+}
+
+// Emitter publishes a running step's client events to its workflow's event
+// stream. It is safe for concurrent use.
+type Emitter interface {
+	// Progress reports how far the step is, percent in [0, 100].
+	Progress(ctx context.Context, percent float64, message string) error
+	// Artifact publishes a result or a chunk of one; chunks of one artifact
+	// share id, append says "add to the previous chunk", last closes it.
+	Artifact(ctx context.Context, id, name string, data any, appendChunk, last bool) error
+}
+
+// Handler runs one step and returns its output (JSON).
+type Handler interface {
+	Handle(ctx context.Context, req Request, emit Emitter) (json.RawMessage, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req Request, emit Emitter) (json.RawMessage, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, req Request, emit Emitter) (json.RawMessage, error) {
+	return f(ctx, req, emit)
+}
+
+// Card describes an agent to the registry, to discovery and to people.
+type Card struct {
+	Name         string   `json:"name"`
+	Description  string   `json:"description"`
+	Version      string   `json:"version"`
+	Capabilities []string `json:"capabilities"`
+	Examples     []string `json:"examples,omitempty"`
+}
+
+// Agent is a Handler with a Card.
+type Agent interface {
+	Handler
+	Card() Card
+}
+
+// ErrPermanent marks an agent error that retrying cannot fix.
+var ErrPermanent = errors.New("agents: permanent failure")

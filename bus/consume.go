@@ -1,0 +1,222 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentbus/agentbus/events"
+)
+
+// ErrPoison marks a handler error that retrying cannot fix: the message is
+// terminated instead of redelivered.
+var ErrPoison = errors.New("bus: poison message")
+
+// Delivery is one decoded message from a durable consumer. Its methods are
+// safe for concurrent use (InProgress from a heartbeat goroutine while the
+// handler runs).
+type Delivery struct {
+	Envelope events.Envelope
+	// Subject is the NATS subject the message was published to.
+	Subject string
+	// Sequence is the message's stream sequence.
+	Sequence uint64
+	// Delivered counts deliveries of this message, starting at 1.
+	Delivered uint64
+	msg       jetstream.Msg
+}
+
+// InProgress tells the server the handler is still working, resetting AckWait.
+func (d *Delivery) InProgress() error { return d.msg.InProgress() }
+
+// Handler processes one delivery. Returning nil acks it; an error wrapping
+// ErrPoison terminates it; any other error naks it for redelivery after a
+// backoff.
+type Handler func(ctx context.Context, d *Delivery) error
+
+// ConsumeConfig describes a durable pull consumer and how to run its handler.
+type ConsumeConfig struct {
+	Stream  string
+	Durable string
+	Filter  string
+	// AckWait is how long a delivery may go without an ack or InProgress
+	// before it is redelivered; default 30s.
+	AckWait time.Duration
+	// MaxDeliver bounds deliveries of one message; default 5 (-1 unlimited).
+	MaxDeliver int
+	// Concurrency is how many handlers run at once; default 16.
+	Concurrency int
+	// Backoff is the nak delay before the n-th redelivery; default
+	// 100ms·2^(n-1), capped at 5s.
+	Backoff func(delivered uint64) time.Duration
+	// OnMalformed is told about messages that fail events.Decode; they are
+	// terminated. subject and header are as received.
+	OnMalformed func(ctx context.Context, subject string, header map[string][]string, err error)
+	// ShutdownGrace bounds how long in-flight handlers may run after ctx ends;
+	// default 10s.
+	ShutdownGrace time.Duration
+}
+
+func (c *ConsumeConfig) setDefaults() {
+	if c.AckWait == 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.MaxDeliver == 0 {
+		c.MaxDeliver = 5
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 16
+	}
+	if c.Backoff == nil {
+		c.Backoff = func(n uint64) time.Duration {
+			d := 100 * time.Millisecond << min(n-1, 6)
+			return min(d, 5*time.Second)
+		}
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
+}
+
+// Validate reports every problem with the configuration.
+func (c ConsumeConfig) Validate() error {
+	var errs []error
+	if c.Stream == "" || c.Durable == "" {
+		errs = append(errs, errors.New("bus: consume needs Stream and Durable"))
+	}
+	if c.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("bus: concurrency %d below 1", c.Concurrency))
+	}
+	if c.AckWait < time.Second {
+		errs = append(errs, fmt.Errorf("bus: ack wait %s below 1s", c.AckWait))
+	}
+	return errors.Join(errs...)
+}
+
+// Consume runs h for every message of a durable pull consumer (created or
+// updated idempotently, shared by every process that names the same
+// Durable) until ctx ends; then it stops fetching, lets in-flight handlers
+// finish within ShutdownGrace, and returns nil.
+func (b *Bus) Consume(ctx context.Context, cfg ConsumeConfig, h Handler) error {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cons, err := b.ensureConsumer(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	// Handlers get a context that outlives ctx by ShutdownGrace, so that a
+	// shutdown lets them finish their acks instead of abandoning them.
+	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hcancel()
+	sem := make(chan struct{}, cfg.Concurrency)
+	var wg sync.WaitGroup
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			b.handle(hctx, cfg, h, m)
+		}()
+	}, jetstream.PullMaxMessages(cfg.Concurrency), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if !errors.Is(err, jetstream.ErrNoHeartbeat) {
+			b.log.Debug("consume", "consumer", cfg.Durable, "err", err)
+		}
+	}))
+	if err != nil {
+		return fmt.Errorf("bus: consume %s: %w", cfg.Durable, err)
+	}
+	<-ctx.Done()
+	cc.Stop()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(cfg.ShutdownGrace):
+		hcancel()
+		<-done
+	}
+	return nil
+}
+
+// EnsureConsumer creates (or updates) the durable consumer Consume would
+// use, so that a caller can make it exist before announcing readiness.
+func (b *Bus) EnsureConsumer(ctx context.Context, cfg ConsumeConfig) error {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	_, err := b.ensureConsumer(ctx, cfg)
+	return err
+}
+
+func (b *Bus) ensureConsumer(ctx context.Context, cfg ConsumeConfig) (jetstream.Consumer, error) {
+	cons, err := b.js.CreateOrUpdateConsumer(ctx, cfg.Stream, jetstream.ConsumerConfig{
+		Durable: cfg.Durable, FilterSubject: cfg.Filter, AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAckPending: max(cfg.Concurrency*4, 256),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus: consumer %s on %s: %w", cfg.Durable, cfg.Stream, err)
+	}
+	return cons, nil
+}
+
+func (b *Bus) handle(ctx context.Context, cfg ConsumeConfig, h Handler, m jetstream.Msg) {
+	env, err := events.Decode(m.Headers(), m.Data())
+	if err != nil {
+		b.log.Warn("malformed message terminated", "subject", m.Subject(), "consumer", cfg.Durable, "err", err)
+		if cfg.OnMalformed != nil {
+			cfg.OnMalformed(ctx, m.Subject(), m.Headers(), err)
+		}
+		_ = m.TermWithReason(err.Error())
+		return
+	}
+	d := &Delivery{Envelope: env, Subject: m.Subject(), msg: m, Delivered: 1}
+	if md, err := m.Metadata(); err == nil {
+		d.Sequence, d.Delivered = md.Sequence.Stream, md.NumDelivered
+	}
+	err = safeCall(ctx, h, d)
+	switch {
+	case err == nil:
+		if err := m.Ack(); err != nil {
+			b.log.Warn("ack failed", "subject", m.Subject(), "err", err)
+		}
+	case errors.Is(err, ErrPoison):
+		b.log.Warn("message terminated", "subject", m.Subject(), "err", err)
+		_ = m.TermWithReason(err.Error())
+	default:
+		b.log.Debug("message naked", "subject", m.Subject(), "delivered", d.Delivered, "err", err)
+		_ = m.NakWithDelay(cfg.Backoff(d.Delivered))
+	}
+}
+
+// safeCall runs h and turns a panic into an error, so one bad message cannot
+// take the process down.
+func safeCall(ctx context.Context, h Handler, d *Delivery) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("bus: handler panic: %v", r)
+			slog.Error("handler panic", "subject", d.Subject, "panic", r)
+		}
+	}()
+	return h(ctx, d)
+}
+
+// HasConsumer reports whether a durable consumer exists on a stream.
+func (b *Bus) HasConsumer(ctx context.Context, stream, name string) (bool, error) {
+	_, err := b.js.Consumer(ctx, stream, name)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("bus: consumer %s on %s: %w", name, stream, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,15 @@
+// Package bus owns agentbus's NATS side: the embedded nats-server, the
+// connection, idempotent provisioning of the JetStream streams and KV buckets
+// of DESIGN.md §2, publishing CloudEvents with deterministic Nats-Msg-Id dedup
+// keys, durable consume loops with explicit acks, ordered replay of a
+// workflow's event log, and the KV stores (checkpoints, control).
+//
+// Data enters as events.Envelope values to publish and leaves as decoded
+// Deliveries (durable, work-queue consumers) or Records (ordered replay).
+// Every incoming message is decoded and validated by package events before a
+// handler sees it; a malformed message is terminated (never redelivered) and
+// reported through ConsumeConfig.OnMalformed.
+//
+// This is the only package besides cmd/ that imports nats.go and
+// nats-server. A *Bus is safe for concurrent use; *Server too.
+package bus

@@ -1,0 +1,99 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// ErrStop may be returned by a FollowFunc to end Follow without error.
+var ErrStop = errors.New("bus: stop following")
+
+// Record is one stored client event with its offset (stream sequence).
+type Record struct {
+	Offset   uint64
+	Envelope events.Envelope
+	// Pending is how many more events the stream held for this workflow when
+	// this one was delivered: 0 means the reader has caught up.
+	Pending uint64
+}
+
+// FollowFunc receives each record in order; returning ErrStop ends Follow.
+type FollowFunc func(ctx context.Context, r Record) error
+
+// Follow replays a workflow's client events strictly after offset (0 means
+// from its first event) with an ordered consumer filtered to the workflow's
+// subject, then follows new ones until ctx ends or fn returns an error
+// (ErrStop ends it with nil). Records that fail to decode are skipped and
+// logged: they were not published by agentbus.
+func (b *Bus) Follow(ctx context.Context, tenant, workflow string, after uint64, fn FollowFunc) error {
+	subj, err := subjects.Events(tenant, workflow)
+	if err != nil {
+		return err
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if after > 0 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = after + 1
+	}
+	cons, err := b.js.OrderedConsumer(ctx, subjects.StreamEvents, cfg)
+	if err != nil {
+		return fmt.Errorf("bus: follow %s: %w", subj, err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(256))
+	if err != nil {
+		return fmt.Errorf("bus: follow %s: %w", subj, err)
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	defer it.Stop()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return ctx.Err()
+			}
+			return fmt.Errorf("bus: follow %s: %w", subj, err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			continue
+		}
+		env, err := events.Decode(m.Headers(), m.Data())
+		if err != nil {
+			b.log.Warn("skipping malformed stored event", "subject", subj, "offset", md.Sequence.Stream, "err", err)
+			continue
+		}
+		if err := fn(ctx, Record{Offset: md.Sequence.Stream, Envelope: env, Pending: md.NumPending}); err != nil {
+			if errors.Is(err, ErrStop) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// LastOffset returns the offset of a workflow's newest event, 0 if it has none.
+func (b *Bus) LastOffset(ctx context.Context, tenant, workflow string) (uint64, error) {
+	subj, err := subjects.Events(tenant, workflow)
+	if err != nil {
+		return 0, err
+	}
+	s, err := b.js.Stream(ctx, subjects.StreamEvents)
+	if err != nil {
+		return 0, fmt.Errorf("bus: events stream: %w", err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, subj)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("bus: last event of %s: %w", subj, err)
+	}
+	return m.Sequence, nil
+}

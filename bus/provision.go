@@ -1,0 +1,210 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// EpochKey is the stream metadata key that holds the events stream's epoch.
+const EpochKey = "agentbus_epoch"
+
+// ErrIncompatible is wrapped by *IncompatibleError.
+var ErrIncompatible = errors.New("bus: existing stream or bucket is incompatible")
+
+// IncompatibleError says which existing stream or bucket differs from what
+// agentbus needs, and how. Provision never changes an existing one.
+type IncompatibleError struct {
+	Name        string
+	Differences []string
+}
+
+func (e *IncompatibleError) Error() string {
+	return fmt.Sprintf("bus: %s exists with an incompatible configuration (%s); agentbus does not change it: "+
+		"start with the flags it was created with, or remove it (nats stream rm %s) to let agentbus recreate it",
+		e.Name, strings.Join(e.Differences, "; "), e.Name)
+}
+
+// Unwrap lets errors.Is(err, ErrIncompatible) hold.
+func (e *IncompatibleError) Unwrap() error { return ErrIncompatible }
+
+// StreamsConfig sizes the streams and buckets. The zero value means defaults.
+type StreamsConfig struct {
+	// EventsMaxAge is how long client events are kept; default 7 days.
+	EventsMaxAge time.Duration
+	// Duplicates is the Nats-Msg-Id dedup window; default 2 minutes.
+	Duplicates time.Duration
+	// Replicas is the JetStream replication factor; default 1 (3 on a cluster).
+	Replicas int
+	// CheckpointHistory is how many revisions of each checkpoint are kept; default 64.
+	CheckpointHistory int
+}
+
+func (c *StreamsConfig) setDefaults() {
+	if c.EventsMaxAge == 0 {
+		c.EventsMaxAge = 7 * 24 * time.Hour
+	}
+	if c.Duplicates == 0 {
+		c.Duplicates = 2 * time.Minute
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.CheckpointHistory == 0 {
+		c.CheckpointHistory = 64
+	}
+}
+
+// Validate reports every problem with the configuration.
+func (c StreamsConfig) Validate() error {
+	var errs []error
+	if c.EventsMaxAge < time.Minute {
+		errs = append(errs, fmt.Errorf("bus: events max age %s is below 1m", c.EventsMaxAge))
+	}
+	if c.Duplicates <= 0 || c.Duplicates > c.EventsMaxAge {
+		errs = append(errs, fmt.Errorf("bus: duplicates window %s must be positive and at most the events max age", c.Duplicates))
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("bus: replicas %d not in [1, 5]", c.Replicas))
+	}
+	if c.CheckpointHistory < 1 || c.CheckpointHistory > 64 {
+		errs = append(errs, fmt.Errorf("bus: checkpoint history %d not in [1, 64]", c.CheckpointHistory))
+	}
+	return errors.Join(errs...)
+}
+
+func (c StreamsConfig) streams() []jetstream.StreamConfig {
+	wq := func(name, subject, desc string) jetstream.StreamConfig {
+		return jetstream.StreamConfig{
+			Name: name, Description: desc, Subjects: []string{subject},
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
+			Duplicates: c.Duplicates, Replicas: c.Replicas,
+		}
+	}
+	return []jetstream.StreamConfig{
+		wq(subjects.StreamWorkflows, subjects.AllSubmissions, "agentbus workflow submissions"),
+		wq(subjects.StreamSteps, subjects.AllSteps, "agentbus plan steps, one subject per capability"),
+		wq(subjects.StreamReplies, subjects.AllReplies, "agentbus step results and failures"),
+		{
+			Name: subjects.StreamEvents, Description: "agentbus per-workflow client event logs",
+			Subjects: []string{subjects.AllEvents}, Retention: jetstream.LimitsPolicy,
+			Storage: jetstream.FileStorage, MaxAge: c.EventsMaxAge, Duplicates: c.Duplicates,
+			Replicas: c.Replicas, Metadata: map[string]string{EpochKey: uuid.NewString()},
+		},
+		{
+			Name: subjects.StreamDeadLetter, Description: "agentbus steps that exhausted their deliveries",
+			Subjects: []string{subjects.AllDeadLetters}, Retention: jetstream.LimitsPolicy,
+			Storage: jetstream.FileStorage, MaxAge: 30 * 24 * time.Hour, Duplicates: c.Duplicates,
+			Replicas: c.Replicas,
+		},
+	}
+}
+
+func (c StreamsConfig) buckets() []jetstream.KeyValueConfig {
+	return []jetstream.KeyValueConfig{
+		{Bucket: subjects.BucketCheckpoints, Description: "agentbus workflow checkpoints", History: uint8(c.CheckpointHistory), Storage: jetstream.FileStorage, Replicas: c.Replicas},
+		{Bucket: subjects.BucketControl, Description: "agentbus control records (cancel)", History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas},
+		{Bucket: subjects.BucketAgents, Description: "agentbus agent registrations", History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas},
+	}
+}
+
+// Provision creates every stream and bucket agentbus needs, or checks that
+// the existing ones are compatible. It is idempotent and never changes an
+// existing stream: a difference is reported as an *IncompatibleError (all of
+// them joined).
+func (b *Bus) Provision(ctx context.Context, cfg StreamsConfig) error {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	var errs []error
+	for _, want := range cfg.streams() {
+		errs = append(errs, b.ensureStream(ctx, want))
+	}
+	for _, want := range cfg.buckets() {
+		errs = append(errs, b.ensureBucket(ctx, want))
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig) error {
+	s, err := b.js.Stream(ctx, want.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		if _, err := b.js.CreateStream(ctx, want); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return fmt.Errorf("bus: create stream %s: %w", want.Name, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bus: stream %s: %w", want.Name, err)
+	}
+	have := s.CachedInfo().Config
+	var diffs []string
+	diff := func(field string, h, w any) {
+		if fmt.Sprint(h) != fmt.Sprint(w) {
+			diffs = append(diffs, fmt.Sprintf("%s is %v, want %v", field, h, w))
+		}
+	}
+	hs, ws := slices.Clone(have.Subjects), slices.Clone(want.Subjects)
+	slices.Sort(hs)
+	slices.Sort(ws)
+	diff("subjects", hs, ws)
+	diff("retention", have.Retention, want.Retention)
+	diff("storage", have.Storage, want.Storage)
+	diff("max age", have.MaxAge, want.MaxAge)
+	diff("duplicates window", have.Duplicates, want.Duplicates)
+	diff("replicas", have.Replicas, want.Replicas)
+	if want.Metadata[EpochKey] != "" && have.Metadata[EpochKey] == "" {
+		diffs = append(diffs, "metadata has no "+EpochKey)
+	}
+	if len(diffs) > 0 {
+		return &IncompatibleError{Name: "stream " + want.Name, Differences: diffs}
+	}
+	return nil
+}
+
+func (b *Bus) ensureBucket(ctx context.Context, want jetstream.KeyValueConfig) error {
+	kv, err := b.js.KeyValue(ctx, want.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		if _, err := b.js.CreateKeyValue(ctx, want); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
+			return fmt.Errorf("bus: create bucket %s: %w", want.Bucket, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bus: bucket %s: %w", want.Bucket, err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("bus: bucket %s: %w", want.Bucket, err)
+	}
+	var diffs []string
+	if st.History() != int64(want.History) {
+		diffs = append(diffs, fmt.Sprintf("history is %d, want %d", st.History(), want.History))
+	}
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo().Config.Replicas != want.Replicas {
+		diffs = append(diffs, fmt.Sprintf("replicas is %d, want %d", bs.StreamInfo().Config.Replicas, want.Replicas))
+	}
+	if len(diffs) > 0 {
+		return &IncompatibleError{Name: "bucket " + want.Bucket, Differences: diffs}
+	}
+	return nil
+}
+
+// Epoch returns the events stream's epoch: the identity of its incarnation.
+// Offsets from another epoch are meaningless.
+func (b *Bus) Epoch(ctx context.Context) (string, error) {
+	s, err := b.js.Stream(ctx, subjects.StreamEvents)
+	if err != nil {
+		return "", fmt.Errorf("bus: events stream: %w", err)
+	}
+	return s.CachedInfo().Config.Metadata[EpochKey], nil
+}

@@ -1,0 +1,58 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentbus/agentbus/events"
+)
+
+// Published is JetStream's acknowledgement of a publish.
+type Published struct {
+	Stream    string
+	Sequence  uint64
+	Duplicate bool // the dedup key was seen within the window: stored once
+}
+
+// Publish encodes env in CloudEvents binary mode and publishes it to a
+// JetStream subject with Nats-Msg-Id msgID, waiting for the stream's ack. A
+// retried publish with the same msgID within the dedup window is stored once.
+func (b *Bus) Publish(ctx context.Context, subject string, env events.Envelope, msgID string) (Published, error) {
+	m, err := toMsg(subject, env)
+	if err != nil {
+		return Published{}, err
+	}
+	opts := []jetstream.PublishOpt{}
+	if msgID != "" {
+		opts = append(opts, jetstream.WithMsgID(msgID))
+	}
+	ack, err := b.js.PublishMsg(ctx, m, opts...)
+	if err != nil {
+		return Published{}, fmt.Errorf("bus: publish %s to %s: %w", env.Type, subject, err)
+	}
+	return Published{Stream: ack.Stream, Sequence: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// Notify publishes env on core NATS (no stream): for control messages, which
+// are recorded in KV separately.
+func (b *Bus) Notify(subject string, env events.Envelope) error {
+	m, err := toMsg(subject, env)
+	if err != nil {
+		return err
+	}
+	if err := b.nc.PublishMsg(m); err != nil {
+		return fmt.Errorf("bus: notify %s: %w", subject, err)
+	}
+	return nil
+}
+
+func toMsg(subject string, env events.Envelope) (*nats.Msg, error) {
+	enc, err := events.Encode(env)
+	if err != nil {
+		return nil, err
+	}
+	return &nats.Msg{Subject: subject, Header: nats.Header(enc.Header), Data: enc.Data}, nil
+}

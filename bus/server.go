@@ -1,0 +1,161 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// ErrServerNotReady is returned when the embedded server does not accept
+// connections within ServerConfig.ReadyTimeout.
+var ErrServerNotReady = errors.New("bus: embedded nats-server not ready")
+
+// ServerConfig configures the embedded nats-server. The zero value means
+// defaults: data under ./data, client port 127.0.0.1:4222.
+type ServerConfig struct {
+	// DataDir holds the JetStream file store (under DataDir/jetstream).
+	DataDir string
+	// Addr is the client listen address HOST:PORT; port -1 picks a random port.
+	Addr string
+	// ConfigFile is an optional nats-server configuration file (e.g. the
+	// repository's nats.conf); DataDir and Addr override its store_dir,
+	// host and port.
+	ConfigFile string
+	// Name is the server name; default "agentbus".
+	Name string
+	// ReadyTimeout bounds the wait for the server to accept connections.
+	ReadyTimeout time.Duration
+}
+
+func (c *ServerConfig) setDefaults() {
+	if c.DataDir == "" {
+		c.DataDir = "data"
+	}
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:4222"
+	}
+	if c.Name == "" {
+		c.Name = "agentbus"
+	}
+	if c.ReadyTimeout == 0 {
+		c.ReadyTimeout = 10 * time.Second
+	}
+}
+
+// Validate reports every problem with the configuration at once.
+func (c ServerConfig) Validate() error {
+	var errs []error
+	host, port, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("bus: nats address %q: want HOST:PORT: %w", c.Addr, err))
+	} else if p, err := strconv.Atoi(port); err != nil || p < -1 || p > 65535 {
+		errs = append(errs, fmt.Errorf("bus: nats address %q: port %q is not a number in [-1, 65535]", c.Addr, port))
+	} else if host == "" {
+		errs = append(errs, fmt.Errorf("bus: nats address %q: host is empty", c.Addr))
+	}
+	if c.ConfigFile != "" {
+		if _, err := os.Stat(c.ConfigFile); err != nil {
+			errs = append(errs, fmt.Errorf("bus: nats config: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Server is an embedded nats-server with JetStream. It is safe for concurrent
+// use; Shutdown may be called more than once.
+type Server struct {
+	ns       *server.Server
+	cfg      ServerConfig
+	shutdown sync.Once
+}
+
+// StartServer starts an embedded nats-server with JetStream on a file store
+// and waits until it accepts connections.
+func StartServer(cfg ServerConfig) (*Server, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	opts := &server.Options{}
+	if cfg.ConfigFile != "" {
+		o, err := server.ProcessConfigFile(cfg.ConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("bus: nats config %s: %w", cfg.ConfigFile, err)
+		}
+		opts = o
+	}
+	host, port, _ := net.SplitHostPort(cfg.Addr)
+	p, _ := strconv.Atoi(port)
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("bus: data dir: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("bus: data dir: %w", err)
+	}
+	opts.Host, opts.Port = host, p
+	opts.JetStream = true
+	opts.StoreDir = dir
+	if opts.ServerName == "" {
+		opts.ServerName = cfg.Name
+	}
+	opts.NoSigs = true // the host process owns signals
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("bus: nats-server: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(cfg.ReadyTimeout) {
+		ns.Shutdown()
+		return nil, fmt.Errorf("%w within %s on %s", ErrServerNotReady, cfg.ReadyTimeout, cfg.Addr)
+	}
+	return &Server{ns: ns, cfg: cfg}, nil
+}
+
+// ClientURL is the nats:// URL clients connect to.
+func (s *Server) ClientURL() string { return s.ns.ClientURL() }
+
+// DataDir is the absolute directory of the JetStream store's parent.
+func (s *Server) DataDir() string { return s.ns.JetStreamConfig().StoreDir }
+
+// Internal returns the server for in-process connections (nats.InProcessServer).
+func (s *Server) Internal() *server.Server { return s.ns }
+
+// LogTo routes the server's own log lines to logger at debug level (errors
+// and warnings at their levels).
+func (s *Server) LogTo(logger *slog.Logger) { s.ns.SetLoggerV2(serverLogger{logger}, false, false, false) }
+
+// Shutdown stops the server and waits for it to finish, or for ctx to end.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdown.Do(func() {
+		done := make(chan struct{})
+		go func() {
+			s.ns.Shutdown()
+			s.ns.WaitForShutdown()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	})
+	return ctx.Err()
+}
+
+type serverLogger struct{ l *slog.Logger }
+
+func (s serverLogger) Noticef(f string, v ...any) { s.l.Debug(fmt.Sprintf(f, v...), "component", "nats") }
+func (s serverLogger) Warnf(f string, v ...any)   { s.l.Warn(fmt.Sprintf(f, v...), "component", "nats") }
+func (s serverLogger) Fatalf(f string, v ...any)  { s.l.Error(fmt.Sprintf(f, v...), "component", "nats") }
+func (s serverLogger) Errorf(f string, v ...any)  { s.l.Error(fmt.Sprintf(f, v...), "component", "nats") }
+func (s serverLogger) Debugf(f string, v ...any)  { s.l.Debug(fmt.Sprintf(f, v...), "component", "nats") }
+func (s serverLogger) Tracef(f string, v ...any)  {}

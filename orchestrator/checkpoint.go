@@ -1,0 +1,110 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// Checkpoint is a workflow's whole state, stored as JSON in KV
+// AGENTBUS_CHECKPOINTS under "<tenant>.<workflow>". Every revision is a
+// consistent snapshot.
+type Checkpoint struct {
+	TenantID   string           `json:"tenant_id"`
+	WorkflowID string           `json:"workflow_id"`
+	Query      string           `json:"query,omitempty"`
+	Status     events.State     `json:"status"`
+	Plan       events.Plan      `json:"plan"`
+	Stages     [][]string       `json:"stages,omitempty"`
+	Tasks      map[string]*Task `json:"tasks"`
+	Result     json.RawMessage  `json:"result,omitempty"`
+	Error      *events.Error    `json:"error,omitempty"`
+	CreatedAt  time.Time        `json:"created_at"`
+	UpdatedAt  time.Time        `json:"updated_at"`
+	// EventCount is how many client events the workflow has emitted; the
+	// next one gets dedup key EventKey(…, EventCount).
+	EventCount int `json:"event_count"`
+	// Outbox holds messages decided by the last transition and not yet known
+	// to be published.
+	Outbox []Outgoing `json:"outbox,omitempty"`
+}
+
+// Task is one step's state within a checkpoint.
+type Task struct {
+	Capability   string          `json:"capability"`
+	Status       events.State    `json:"status"`
+	Attempt      int             `json:"attempt"`
+	Output       json.RawMessage `json:"output,omitempty"`
+	Error        string          `json:"error,omitempty"`
+	Worker       string          `json:"worker,omitempty"`
+	DispatchedAt *time.Time      `json:"dispatched_at,omitempty"`
+	CompletedAt  *time.Time      `json:"completed_at,omitempty"`
+}
+
+// Outgoing is one message in a checkpoint's outbox.
+type Outgoing struct {
+	Subject string          `json:"subject"`
+	MsgID   string          `json:"msg_id"`
+	Type    events.Type     `json:"type"`
+	StepID  string          `json:"step_id,omitempty"`
+	Time    time.Time       `json:"time"`
+	Data    json.RawMessage `json:"data"`
+}
+
+func newCheckpoint(tenant, workflow, query string, now time.Time) *Checkpoint {
+	return &Checkpoint{
+		TenantID: tenant, WorkflowID: workflow, Query: query, Status: events.StateSubmitted,
+		Tasks: map[string]*Task{}, CreatedAt: now, UpdatedAt: now,
+	}
+}
+
+// emit queues a client event.
+func (cp *Checkpoint) emit(typ events.Type, step string, payload any) error {
+	data, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	subj, err := subjects.Events(cp.TenantID, cp.WorkflowID)
+	if err != nil {
+		return err
+	}
+	cp.Outbox = append(cp.Outbox, Outgoing{
+		Subject: subj, MsgID: events.EventKey(cp.TenantID, cp.WorkflowID, cp.EventCount),
+		Type: typ, StepID: step, Time: time.Now().UTC(), Data: data,
+	})
+	cp.EventCount++
+	return nil
+}
+
+// planStep returns the plan's definition of a step.
+func (cp *Checkpoint) planStep(id string) (events.PlanStep, bool) {
+	for _, s := range cp.Plan.Steps {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return events.PlanStep{}, false
+}
+
+// completedCount counts completed tasks.
+func (cp *Checkpoint) completedCount() int {
+	n := 0
+	for _, t := range cp.Tasks {
+		if t.Status == events.StateCompleted {
+			n++
+		}
+	}
+	return n
+}
+
+// fail ends the workflow with an error event.
+func (cp *Checkpoint) fail(e events.Error) error {
+	cp.Status = events.StateFailed
+	cp.Error = &e
+	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateFailed, Message: e.Message}); err != nil {
+		return err
+	}
+	return cp.emit(events.TypeError, e.StepID, e)
+}

@@ -1,0 +1,118 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// Catalog reports whether some agent serves a capability.
+type Catalog func(ctx context.Context, capability string) (bool, error)
+
+// Config configures an Orchestrator. The zero value of every field but Bus
+// means its default.
+type Config struct {
+	Bus *bus.Bus
+	// Catalog decides which capabilities exist; default: a capability exists
+	// when its shared step consumer exists (some worker has served it).
+	Catalog Catalog
+	// Concurrency is how many submissions and how many replies are handled
+	// at once; default 32.
+	Concurrency int
+	// AckWait for the submission and reply consumers; default 30s.
+	AckWait time.Duration
+	Logger  *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Concurrency == 0 {
+		c.Concurrency = 32
+	}
+	if c.AckWait == 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Catalog == nil && c.Bus != nil {
+		b := c.Bus
+		c.Catalog = func(ctx context.Context, capability string) (bool, error) {
+			name, err := subjects.StepConsumer(capability)
+			if err != nil {
+				return false, nil
+			}
+			return b.HasConsumer(ctx, subjects.StreamSteps, name)
+		}
+	}
+}
+
+// Validate reports every problem with the configuration.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Bus == nil {
+		errs = append(errs, errors.New("orchestrator: config needs Bus"))
+	}
+	if c.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("orchestrator: concurrency %d below 1", c.Concurrency))
+	}
+	return errors.Join(errs...)
+}
+
+// Orchestrator runs workflows. Several may run against one NATS: they share
+// durable consumers and coordinate through checkpoint revisions.
+type Orchestrator struct {
+	cfg         Config
+	bus         *bus.Bus
+	log         *slog.Logger
+	checkpoints *bus.KV
+}
+
+// New checks cfg and opens the checkpoint bucket.
+func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	kv, err := cfg.Bus.KV(ctx, subjects.BucketCheckpoints)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	return &Orchestrator{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "orchestrator"), checkpoints: kv}, nil
+}
+
+// Run consumes submissions and replies until ctx ends.
+func (o *Orchestrator) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		errs[0] = o.bus.Consume(ctx, bus.ConsumeConfig{
+			Stream: subjects.StreamWorkflows, Durable: subjects.ConsumerSubmissions, Filter: subjects.AllSubmissions,
+			AckWait: o.cfg.AckWait, Concurrency: o.cfg.Concurrency, OnMalformed: o.malformedSubmission,
+		}, o.handleSubmission)
+	}()
+	go func() {
+		defer wg.Done()
+		errs[1] = o.bus.Consume(ctx, bus.ConsumeConfig{
+			Stream: subjects.StreamReplies, Durable: subjects.ConsumerReplies, Filter: subjects.AllReplies,
+			AckWait: o.cfg.AckWait, Concurrency: o.cfg.Concurrency,
+		}, o.handleReply)
+	}()
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Checkpoint returns a workflow's current checkpoint, or bus.ErrNotFound.
+func (o *Orchestrator) Checkpoint(ctx context.Context, tenant, workflow string) (*Checkpoint, error) {
+	cp, _, err := o.load(ctx, tenant, workflow)
+	return cp, err
+}
+
+func isNotFound(err error) bool { return errors.Is(err, bus.ErrNotFound) }

@@ -1,0 +1,151 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// errNoChange tells transition that the checkpoint needs no write (a
+// duplicate or late message); pending outbox entries are still flushed.
+var errNoChange = errors.New("orchestrator: no change")
+
+// maxConflicts bounds optimistic-concurrency retries within one delivery;
+// past it the delivery is naked and retried later.
+const maxConflicts = 32
+
+func (o *Orchestrator) load(ctx context.Context, tenant, workflow string) (*Checkpoint, uint64, error) {
+	key, err := subjects.CheckpointKey(tenant, workflow)
+	if err != nil {
+		return nil, 0, err
+	}
+	e, err := o.checkpoints.Get(ctx, key)
+	if err != nil {
+		return nil, 0, err
+	}
+	var cp Checkpoint
+	if err := json.Unmarshal(e.Value, &cp); err != nil {
+		return nil, 0, fmt.Errorf("orchestrator: checkpoint %s: %w", key, err)
+	}
+	return &cp, e.Revision, nil
+}
+
+// create stores a new checkpoint and publishes its outbox. It reports
+// bus.ErrConflict if the workflow already exists; then the existing
+// checkpoint's outbox is flushed, mending a crash after an earlier create.
+func (o *Orchestrator) create(ctx context.Context, cp *Checkpoint) error {
+	key, err := subjects.CheckpointKey(cp.TenantID, cp.WorkflowID)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(cp)
+	if err != nil {
+		return err
+	}
+	rev, err := o.checkpoints.Create(ctx, key, data)
+	if errors.Is(err, bus.ErrConflict) {
+		if ferr := o.transition(ctx, cp.TenantID, cp.WorkflowID, func(*Checkpoint) error { return errNoChange }); ferr != nil {
+			return ferr
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	return o.flush(ctx, key, cp, rev)
+}
+
+// transition applies fn to a workflow's newest checkpoint and stores the
+// result with optimistic concurrency, retrying on conflict; then publishes
+// what fn queued in the outbox. An outbox left by an earlier, interrupted
+// transition is published first (dedup keys make that idempotent).
+func (o *Orchestrator) transition(ctx context.Context, tenant, workflow string, fn func(cp *Checkpoint) error) error {
+	key, err := subjects.CheckpointKey(tenant, workflow)
+	if err != nil {
+		return err
+	}
+	for range maxConflicts {
+		cp, rev, err := o.load(ctx, tenant, workflow)
+		if err != nil {
+			return err
+		}
+		stale := len(cp.Outbox) > 0
+		if stale {
+			if err := o.publish(ctx, cp); err != nil {
+				return err
+			}
+			cp.Outbox = nil
+		}
+		err = fn(cp)
+		if errors.Is(err, errNoChange) {
+			if !stale {
+				return nil
+			}
+			if _, err = o.clear(ctx, key, cp, rev); errors.Is(err, bus.ErrConflict) {
+				continue
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		cp.UpdatedAt = time.Now().UTC()
+		data, err := json.Marshal(cp)
+		if err != nil {
+			return err
+		}
+		rev, err = o.checkpoints.Update(ctx, key, data, rev)
+		if errors.Is(err, bus.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		return o.flush(ctx, key, cp, rev)
+	}
+	return fmt.Errorf("orchestrator: checkpoint %s: %w after %d attempts", key, bus.ErrConflict, maxConflicts)
+}
+
+// flush publishes cp's outbox, then clears it in KV unless another
+// transition got there first (which then flushed it itself).
+func (o *Orchestrator) flush(ctx context.Context, key string, cp *Checkpoint, rev uint64) error {
+	if len(cp.Outbox) == 0 {
+		return nil
+	}
+	if err := o.publish(ctx, cp); err != nil {
+		return err
+	}
+	cp.Outbox = nil
+	if _, err := o.clear(ctx, key, cp, rev); err != nil && !errors.Is(err, bus.ErrConflict) {
+		return err
+	}
+	return nil
+}
+
+// clear writes cp (with an empty outbox) if it had one at rev.
+func (o *Orchestrator) clear(ctx context.Context, key string, cp *Checkpoint, rev uint64) (uint64, error) {
+	data, err := json.Marshal(cp)
+	if err != nil {
+		return rev, err
+	}
+	return o.checkpoints.Update(ctx, key, data, rev)
+}
+
+func (o *Orchestrator) publish(ctx context.Context, cp *Checkpoint) error {
+	for _, m := range cp.Outbox {
+		env := events.Envelope{
+			ID: m.MsgID, Source: events.SourceOrchestrator, Type: m.Type, Time: m.Time,
+			TenantID: cp.TenantID, WorkflowID: cp.WorkflowID, StepID: m.StepID, Data: m.Data,
+		}
+		if _, err := o.bus.Publish(ctx, m.Subject, env, m.MsgID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
