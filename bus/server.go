@@ -132,7 +132,9 @@ func (s *Server) Internal() *server.Server { return s.ns }
 
 // LogTo routes the server's own log lines to logger at debug level (errors
 // and warnings at their levels).
-func (s *Server) LogTo(logger *slog.Logger) { s.ns.SetLoggerV2(serverLogger{logger}, false, false, false) }
+func (s *Server) LogTo(logger *slog.Logger) {
+	s.ns.SetLoggerV2(serverLogger{logger}, false, false, false)
+}
 
 // Shutdown stops the server and waits for it to finish, or for ctx to end.
 func (s *Server) Shutdown(ctx context.Context) error {
@@ -153,9 +155,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 type serverLogger struct{ l *slog.Logger }
 
-func (s serverLogger) Noticef(f string, v ...any) { s.l.Debug(fmt.Sprintf(f, v...), "component", "nats") }
-func (s serverLogger) Warnf(f string, v ...any)   { s.l.Warn(fmt.Sprintf(f, v...), "component", "nats") }
-func (s serverLogger) Fatalf(f string, v ...any)  { s.l.Error(fmt.Sprintf(f, v...), "component", "nats") }
-func (s serverLogger) Errorf(f string, v ...any)  { s.l.Error(fmt.Sprintf(f, v...), "component", "nats") }
-func (s serverLogger) Debugf(f string, v ...any)  { s.l.Debug(fmt.Sprintf(f, v...), "component", "nats") }
-func (s serverLogger) Tracef(f string, v ...any)  {}
+func (s serverLogger) Noticef(f string, v ...any) {
+	s.l.Debug(fmt.Sprintf(f, v...), "component", "nats")
+}
+func (s serverLogger) Warnf(f string, v ...any) { s.l.Warn(fmt.Sprintf(f, v...), "component", "nats") }
+func (s serverLogger) Fatalf(f string, v ...any) {
+	s.l.Error(fmt.Sprintf(f, v...), "component", "nats")
+}
+func (s serverLogger) Errorf(f string, v ...any) {
+	s.l.Error(fmt.Sprintf(f, v...), "component", "nats")
+}
+func (s serverLogger) Debugf(f string, v ...any) {
+	s.l.Debug(fmt.Sprintf(f, v...), "component", "nats")
+}
+func (s serverLogger) Tracef(f string, v ...any) {}

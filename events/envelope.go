@@ -157,6 +157,11 @@ func Decode(header map[string][]string, data []byte) (Envelope, error) {
 		if err != nil {
 			return Envelope{}, &DecodeError{Where: HeaderTime, Reason: "not an RFC 3339 timestamp"}
 		}
+		// An offset can push the instant out of RFC 3339's four-digit years
+		// ("0000-01-01T00:00:00+01:00"); Encode could not write it back.
+		if y := ts.UTC().Year(); y < 0 || y > 9999 {
+			return Envelope{}, &DecodeError{Where: HeaderTime, Reason: "timestamp outside the years 0000-9999 in UTC"}
+		}
 		ev.SetTime(ts)
 		e.Time = ts.UTC()
 	}
