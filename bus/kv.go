@@ -94,3 +94,26 @@ func mapKVErr(key string, err error) error {
 		return fmt.Errorf("bus: key %s: %w", key, err)
 	}
 }
+
+// Wait blocks until key exists and returns its newest revision, or returns
+// ctx's error. It watches the key instead of polling.
+func (s *KV) Wait(ctx context.Context, key string) (Entry, error) {
+	w, err := s.kv.Watch(ctx, key)
+	if err != nil {
+		return Entry{}, mapKVErr(key, err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return Entry{}, ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return Entry{}, fmt.Errorf("bus: watch %s: closed", key)
+			}
+			if e != nil && e.Operation() == jetstream.KeyValuePut {
+				return Entry{Key: key, Value: e.Value(), Revision: e.Revision()}, nil
+			}
+		}
+	}
+}

@@ -23,14 +23,19 @@ var ErrIncompatible = errors.New("bus: existing stream or bucket is incompatible
 // IncompatibleError says which existing stream or bucket differs from what
 // agentbus needs, and how. Provision never changes an existing one.
 type IncompatibleError struct {
+	Kind        string // "stream" or "bucket"
 	Name        string
 	Differences []string
 }
 
 func (e *IncompatibleError) Error() string {
-	return fmt.Sprintf("bus: %s exists with an incompatible configuration (%s); agentbus does not change it: "+
-		"start with the flags it was created with, or remove it (nats stream rm %s) to let agentbus recreate it",
-		e.Name, strings.Join(e.Differences, "; "), e.Name)
+	rm := "nats stream rm " + e.Name
+	if e.Kind == "bucket" {
+		rm = "nats kv del " + e.Name
+	}
+	return fmt.Sprintf("bus: %s %s exists with an incompatible configuration (%s); agentbus does not change it: "+
+		"start with the settings it was created with, or remove it (%s) to let agentbus recreate it",
+		e.Kind, e.Name, strings.Join(e.Differences, "; "), rm)
 }
 
 // Unwrap lets errors.Is(err, ErrIncompatible) hold.
@@ -166,7 +171,7 @@ func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig) err
 		diffs = append(diffs, "metadata has no "+EpochKey)
 	}
 	if len(diffs) > 0 {
-		return &IncompatibleError{Name: "stream " + want.Name, Differences: diffs}
+		return &IncompatibleError{Kind: "stream", Name: want.Name, Differences: diffs}
 	}
 	return nil
 }
@@ -194,7 +199,7 @@ func (b *Bus) ensureBucket(ctx context.Context, want jetstream.KeyValueConfig) e
 		diffs = append(diffs, fmt.Sprintf("replicas is %d, want %d", bs.StreamInfo().Config.Replicas, want.Replicas))
 	}
 	if len(diffs) > 0 {
-		return &IncompatibleError{Name: "bucket " + want.Bucket, Differences: diffs}
+		return &IncompatibleError{Kind: "bucket", Name: want.Bucket, Differences: diffs}
 	}
 	return nil
 }

@@ -75,6 +75,7 @@ func (c ServerConfig) Validate() error {
 type Server struct {
 	ns       *server.Server
 	cfg      ServerConfig
+	dir      string
 	shutdown sync.Once
 }
 
@@ -118,14 +119,14 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		ns.Shutdown()
 		return nil, fmt.Errorf("%w within %s on %s", ErrServerNotReady, cfg.ReadyTimeout, cfg.Addr)
 	}
-	return &Server{ns: ns, cfg: cfg}, nil
+	return &Server{ns: ns, cfg: cfg, dir: dir}, nil
 }
 
 // ClientURL is the nats:// URL clients connect to.
 func (s *Server) ClientURL() string { return s.ns.ClientURL() }
 
-// DataDir is the absolute directory of the JetStream store's parent.
-func (s *Server) DataDir() string { return s.ns.JetStreamConfig().StoreDir }
+// DataDir is the absolute data directory (the JetStream store lives below it).
+func (s *Server) DataDir() string { return s.dir }
 
 // Internal returns the server for in-process connections (nats.InProcessServer).
 func (s *Server) Internal() *server.Server { return s.ns }

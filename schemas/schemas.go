@@ -157,20 +157,6 @@ func Validate(name string, data []byte) error {
 // collect gathers the leaves of the error tree: they say what is wrong, the
 // inner nodes only say which subschema failed.
 func collect(ve *jsonschema.ValidationError, out *[]Problem) {
-	// A property name is validated as a detached instance, so its causes
-	// carry no location; the problem sits at the property itself.
-	if pn, ok := ve.ErrorKind.(*kind.PropertyNames); ok {
-		var why []Problem
-		for _, c := range ve.Causes {
-			collect(c, &why)
-		}
-		msg := pn.LocalizedString(printer)
-		for _, w := range why {
-			msg += ": " + w.Message
-		}
-		*out = append(*out, Problem{Pointer: pointer(ve.InstanceLocation) + "/" + escape(pn.Property), Message: msg})
-		return
-	}
 	if len(ve.Causes) > 0 {
 		for _, c := range ve.Causes {
 			collect(c, out)

@@ -1,0 +1,125 @@
+package bus_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/bus/bustest"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+func openCheckpoints(t *testing.T) (*bus.KV, string) {
+	t.Helper()
+	env := bustest.New(t)
+	kv, err := env.Bus.KV(testCtx(t), subjects.BucketCheckpoints)
+	if err != nil {
+		t.Fatalf("open %s: %v", subjects.BucketCheckpoints, err)
+	}
+	key, err := subjects.CheckpointKey(tenant, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv, key
+}
+
+func TestKVCreateTwiceConflicts(t *testing.T) {
+	t.Parallel()
+	kv, key := openCheckpoints(t)
+	rev, err := kv.Create(testCtx(t), key, []byte("v1"))
+	if err != nil || rev == 0 {
+		t.Fatalf("first Create = %d, %v", rev, err)
+	}
+	if _, err := kv.Create(testCtx(t), key, []byte("v2")); !errors.Is(err, bus.ErrConflict) {
+		t.Fatalf("second Create: err = %v, want ErrConflict", err)
+	}
+	e, err := kv.Get(testCtx(t), key)
+	if err != nil || string(e.Value) != "v1" || e.Revision != rev || e.Key != key {
+		t.Fatalf("Get after conflicting Create = %+v, %v; want v1 at revision %d", e, err, rev)
+	}
+}
+
+func TestKVUpdate(t *testing.T) {
+	t.Parallel()
+	kv, key := openCheckpoints(t)
+	r1, err := kv.Create(testCtx(t), key, []byte("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := kv.Update(testCtx(t), key, []byte("v2"), r1)
+	if err != nil || r2 <= r1 {
+		t.Fatalf("Update at the current revision = %d, %v; want a revision after %d", r2, err, r1)
+	}
+	if _, err := kv.Update(testCtx(t), key, []byte("stale"), r1); !errors.Is(err, bus.ErrConflict) {
+		t.Fatalf("Update at stale revision %d: err = %v, want ErrConflict", r1, err)
+	}
+	if _, err := kv.Update(testCtx(t), "acme.never-created", []byte("x"), 1); !errors.Is(err, bus.ErrConflict) {
+		t.Errorf("Update of a missing key: err = %v, want ErrConflict", err)
+	}
+	e, err := kv.Get(testCtx(t), key)
+	if err != nil || string(e.Value) != "v2" || e.Revision != r2 {
+		t.Fatalf("Get = %+v, %v; want v2 at revision %d", e, err, r2)
+	}
+}
+
+func TestKVGetMissing(t *testing.T) {
+	t.Parallel()
+	kv, key := openCheckpoints(t)
+	if _, err := kv.Get(testCtx(t), key); !errors.Is(err, bus.ErrNotFound) {
+		t.Fatalf("Get of a missing key: err = %v, want ErrNotFound", err)
+	}
+	if _, err := kv.History(testCtx(t), key); !errors.Is(err, bus.ErrNotFound) {
+		t.Fatalf("History of a missing key: err = %v, want ErrNotFound", err)
+	}
+}
+
+func TestKVHistoryOldestFirst(t *testing.T) {
+	t.Parallel()
+	kv, key := openCheckpoints(t)
+	var revs []uint64
+	rev, err := kv.Create(testCtx(t), key, []byte("v0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	revs = append(revs, rev)
+	for i := 1; i < 5; i++ {
+		if i%2 == 0 {
+			rev, err = kv.Put(testCtx(t), key, []byte(fmt.Sprintf("v%d", i)))
+		} else {
+			rev, err = kv.Update(testCtx(t), key, []byte(fmt.Sprintf("v%d", i)), rev)
+		}
+		if err != nil {
+			t.Fatalf("write v%d: %v", i, err)
+		}
+		revs = append(revs, rev)
+	}
+	hs, err := kv.History(testCtx(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotRevs []uint64
+	var gotVals []string
+	for _, e := range hs {
+		gotRevs = append(gotRevs, e.Revision)
+		gotVals = append(gotVals, string(e.Value))
+		if e.Key != key {
+			t.Errorf("history entry key %q, want %q", e.Key, key)
+		}
+	}
+	if !slices.Equal(gotRevs, revs) {
+		t.Errorf("History revisions = %v, want %v", gotRevs, revs)
+	}
+	if want := []string{"v0", "v1", "v2", "v3", "v4"}; !slices.Equal(gotVals, want) {
+		t.Errorf("History values = %q, want %q", gotVals, want)
+	}
+}
+
+func TestKVMissingBucket(t *testing.T) {
+	t.Parallel()
+	env := bustest.NewWithOptions(t, bustest.Options{NoProvision: true})
+	if _, err := env.Bus.KV(testCtx(t), subjects.BucketCheckpoints); err == nil {
+		t.Fatalf("KV(%s) on an unprovisioned server succeeded", subjects.BucketCheckpoints)
+	}
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/gateway"
+	"github.com/agentbus/agentbus/schemas"
+)
+
+type clientFlags struct {
+	url, tenant string
+	json        bool
+}
+
+func (f *clientFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.url, "url", "http://127.0.0.1:8080", "agentbus gateway URL")
+	cmd.Flags().StringVar(&f.tenant, "tenant", gateway.DefaultTenant, "tenant id")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print each event as one JSON line")
+}
+
+func newAsk() *cobra.Command {
+	var f clientFlags
+	var planFile string
+	cmd := &cobra.Command{
+		Use:   "ask [flags] QUERY",
+		Short: "Submit a workflow and print its events live until it ends",
+		Long: "Submit a workflow and print its events live until it ends.\n" +
+			"Exit status: 0 completed, 1 failed, 2 canceled, 3 usage or connection error.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := gateway.SubmitRequest{}
+			if len(args) == 1 {
+				req.Query = args[0]
+			}
+			if planFile != "" {
+				p, err := readPlan(planFile)
+				if err != nil {
+					return &exitError{code: exitUsage, msg: err.Error()}
+				}
+				req.Plan = p
+			}
+			if req.Query == "" && req.Plan == nil {
+				return &exitError{code: exitUsage, msg: "give a QUERY or --plan FILE"}
+			}
+			c := newClient(f.url, f.tenant)
+			out := cmd.OutOrStdout()
+			sub, err := c.submit(cmd.Context(), req)
+			if err != nil {
+				return &exitError{code: exitUsage, msg: err.Error()}
+			}
+			if !f.json {
+				fmt.Fprintf(out, "workflow %s (tenant %s)\n", sub.WorkflowID, sub.TenantID)
+			}
+			return followAndPrint(cmd, c, f, sub.WorkflowID, 0)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&planFile, "plan", "", "JSON plan file: {\"steps\": [{\"id\", \"capability\", \"input\", \"depends_on\"}]}")
+	return cmd
+}
+
+// readPlan reads and validates a plan file, naming each bad field.
+func readPlan(path string) (*events.Plan, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("--plan: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("--plan %s: %w", path, err)
+	}
+	if err := schemas.Validate(schemas.Plan, b); err != nil {
+		var ve *schemas.ValidationError
+		if errors.As(err, &ve) {
+			var sb strings.Builder
+			fmt.Fprintf(&sb, "--plan %s is not a valid plan:", path)
+			for _, p := range ve.Problems {
+				fmt.Fprintf(&sb, "\n  %s: %s", p.Pointer, p.Message)
+			}
+			return nil, errors.New(sb.String())
+		}
+		return nil, err
+	}
+	var p events.Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("--plan %s: %w", path, err)
+	}
+	return &p, nil
+}
+
+func newWatch() *cobra.Command {
+	var f clientFlags
+	var from uint64
+	cmd := &cobra.Command{
+		Use:   "watch [flags] WORKFLOW_ID",
+		Short: "Print a workflow's events after an offset and follow it to the end",
+		Long: "Print a workflow's events after an offset (exclusive; 0 = from the first) and follow it to the end.\n" +
+			"Exit status: 0 completed, 1 failed, 2 canceled, 3 usage or connection error.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return followAndPrint(cmd, newClient(f.url, f.tenant), f, args[0], from)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().Uint64Var(&from, "from", 0, "print events after this offset")
+	return cmd
+}
+
+// followAndPrint prints frames until the terminal one and maps it to the
+// exit status.
+func followAndPrint(cmd *cobra.Command, c *client, f clientFlags, workflow string, from uint64) error {
+	out := cmd.OutOrStdout()
+	last, err := c.follow(cmd.Context(), workflow, from, func(fr events.Frame) error {
+		if f.json {
+			b, _ := json.Marshal(fr)
+			_, err := fmt.Fprintln(out, string(b))
+			return err
+		}
+		_, err := fmt.Fprintln(out, formatFrame(fr))
+		return err
+	})
+	if err != nil {
+		return &exitError{code: exitUsage, msg: err.Error()}
+	}
+	switch last.Type {
+	case events.TypeComplete.Short():
+		return nil
+	case events.TypeCancelled.Short():
+		return &exitError{code: exitCanceled, msg: "workflow " + workflow + " was canceled"}
+	default:
+		return &exitError{code: exitFailed, msg: "workflow " + workflow + " failed"}
+	}
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/gateway"
+)
+
+// client talks to a gateway over HTTP.
+type client struct {
+	base   string
+	tenant string
+	http   *http.Client
+}
+
+func newClient(base, tenant string) *client {
+	return &client{base: strings.TrimRight(base, "/"), tenant: tenant, http: &http.Client{}}
+}
+
+func (c *client) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set(gateway.TenantHeader, c.tenant)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach agentbus at %s: %w", c.base, err)
+	}
+	return resp, nil
+}
+
+// apiErr turns an error answer into a readable error naming every bad field.
+func apiErr(resp *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var e struct {
+		Error struct {
+			Code     string `json:"code"`
+			Message  string `json:"message"`
+			Problems []struct{ Pointer, Message string }
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	if len(e.Error.Problems) == 0 {
+		return fmt.Errorf("%s: %s", resp.Status, e.Error.Message)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", resp.Status, e.Error.Code)
+	for _, p := range e.Error.Problems {
+		fmt.Fprintf(&b, "\n  %s: %s", p.Pointer, p.Message)
+	}
+	return errors.New(b.String())
+}
+
+func (c *client) submit(ctx context.Context, req gateway.SubmitRequest) (gateway.SubmitResponse, error) {
+	body, _ := json.Marshal(req)
+	resp, err := c.do(ctx, http.MethodPost, "/v1/workflows", body)
+	if err != nil {
+		return gateway.SubmitResponse{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		return gateway.SubmitResponse{}, apiErr(resp)
+	}
+	var out gateway.SubmitResponse
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return out, fmt.Errorf("reading the answer: %w", err)
+	}
+	return out, nil
+}
+
+// follow streams a workflow's frames after offset from, calling fn for
+// each, until the terminal frame; it reconnects from the last offset seen if
+// the connection drops, so no event is lost or repeated.
+func (c *client) follow(ctx context.Context, workflow string, from uint64, fn func(events.Frame) error) (events.Frame, error) {
+	var last events.Frame
+	notFoundUntil := time.Now().Add(10 * time.Second)
+	for attempt := 0; ; attempt++ {
+		done, err := c.followOnce(ctx, workflow, &from, func(f events.Frame) error { last = f; return fn(f) })
+		if done || ctx.Err() != nil {
+			return last, err
+		}
+		var nf *notFound
+		if errors.As(err, &nf) && time.Now().After(notFoundUntil) {
+			return last, err
+		}
+		if err != nil && !errors.As(err, &nf) && attempt >= 20 {
+			return last, err
+		}
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second)):
+		}
+	}
+}
+
+type notFound struct{ err error }
+
+func (n *notFound) Error() string { return n.err.Error() }
+
+// followOnce reads one SSE connection; done reports the terminal frame seen
+// (or an error that retrying cannot fix).
+func (c *client) followOnce(ctx context.Context, workflow string, from *uint64, fn func(events.Frame) error) (done bool, err error) {
+	path := "/v1/workflows/" + workflow + "/events?from=" + strconv.FormatUint(*from, 10)
+	resp, err := c.do(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return false, &notFound{apiErr(resp)}
+	case resp.StatusCode >= 400 && resp.StatusCode < 500:
+		return true, apiErr(resp)
+	case resp.StatusCode != http.StatusOK:
+		return false, apiErr(resp)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	var event, data string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if event != "" && event != "connected" && data != "" {
+				var f events.Frame
+				if err := json.Unmarshal([]byte(data), &f); err != nil {
+					return true, fmt.Errorf("bad frame from the gateway: %w", err)
+				}
+				*from = f.Offset
+				if err := fn(f); err != nil {
+					return true, err
+				}
+				if f.Terminal() {
+					return true, nil
+				}
+			}
+			event, data = "", ""
+		case strings.HasPrefix(line, "event: "):
+			event = line[len("event: "):]
+		case strings.HasPrefix(line, "data: "):
+			data += line[len("data: "):]
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return false, err
+	}
+	return false, errors.New("event stream ended early")
+}

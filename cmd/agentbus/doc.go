@@ -1,0 +1,12 @@
+// Command agentbus runs agentbus and talks to it.
+//
+//	agentbus serve                      # embedded NATS + orchestrator + echo agent + HTTP gateway
+//	agentbus ask "what is NATS?"        # submit a workflow, print its events live
+//	agentbus ask --plan plan.json "q"   # submit an explicit plan
+//	agentbus watch WORKFLOW --from 12   # replay a workflow's events after offset 12, then follow
+//
+// Every flag can also be set from the environment as AGENTBUS_<FLAG>, with
+// dashes as underscores (--nats-addr → AGENTBUS_NATS_ADDR); a flag on the
+// command line wins. This package owns flags, wiring and process lifecycle
+// only; everything else lives in the library packages.
+package main

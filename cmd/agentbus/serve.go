@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/echo"
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/gateway"
+	"github.com/agentbus/agentbus/orchestrator"
+)
+
+type serveFlags struct {
+	data, natsAddr, httpAddr, natsConfig, logLevel string
+	eventsMaxAge                                   time.Duration
+}
+
+func newServe() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run everything in one process: embedded NATS, orchestrator, built-in agents, HTTP gateway",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), f, nil)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.data, "data", "./data", "directory of the JetStream file store")
+	fl.StringVar(&f.natsAddr, "nats-addr", "127.0.0.1:4222", "NATS client listen address HOST:PORT (port -1: random)")
+	fl.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:8080", "HTTP listen address HOST:PORT (port 0: random)")
+	fl.StringVar(&f.natsConfig, "nats-config", "", "optional nats-server configuration file, e.g. nats.conf")
+	fl.DurationVar(&f.eventsMaxAge, "events-max-age", 7*24*time.Hour, "how long workflow events are kept for replay")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return cmd
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, &exitError{code: exitUsage, msg: fmt.Sprintf("--log-level %q: want debug, info, warn or error", level)}
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// readyInfo says where a started serve listens; tests receive it.
+type readyInfo struct {
+	NATSURL, HTTPURL, DataDir string
+}
+
+// serve runs everything until ctx ends; ready, if not nil, is called once
+// every part is listening.
+func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
+	start := time.Now()
+	log, err := newLogger(f.logLevel)
+	if err != nil {
+		return err
+	}
+	srv, err := bus.StartServer(bus.ServerConfig{DataDir: f.data, Addr: f.natsAddr, ConfigFile: f.natsConfig})
+	if err != nil {
+		return &exitError{code: exitUsage, msg: err.Error()}
+	}
+	srv.LogTo(log)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	b, err := bus.Connect(ctx, bus.Config{Server: srv, Name: "agentbus-serve", Logger: log})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.Provision(ctx, bus.StreamsConfig{EventsMaxAge: f.eventsMaxAge}); err != nil {
+		return &exitError{code: exitUsage, msg: err.Error()}
+	}
+	w, err := agents.NewWorker(agents.WorkerConfig{Bus: b, Agents: []agents.Agent{echo.Agent{}}, Logger: log})
+	if err != nil {
+		return err
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	o, err := orchestrator.New(ctx, orchestrator.Config{Bus: b, Logger: log})
+	if err != nil {
+		return err
+	}
+	g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: f.httpAddr, Logger: log})
+	if err != nil {
+		return &exitError{code: exitUsage, msg: err.Error()}
+	}
+	addr, err := g.Listen()
+	if err != nil {
+		return &exitError{code: exitUsage, msg: err.Error()}
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, run := range []func(context.Context) error{w.Run, o.Run, g.Run} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = run(runCtx); errs[i] != nil {
+				cancel() // one part failing stops the whole
+			}
+		}()
+	}
+	log.Info("agentbus ready", "nats", srv.ClientURL(), "http", "http://"+addr.String(), "data", srv.DataDir(),
+		"agents", w.Capabilities(), "startup", time.Since(start).Round(time.Millisecond))
+	if ready != nil {
+		ready(readyInfo{NATSURL: srv.ClientURL(), HTTPURL: "http://" + addr.String(), DataDir: srv.DataDir()})
+	}
+	wg.Wait()
+	log.Info("agentbus stopped")
+	return errors.Join(errs...)
+}

@@ -1,0 +1,164 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// TenantHeader names the tenant of a request until token authentication
+// lands; absent means DefaultTenant.
+const TenantHeader = "X-Agentbus-Tenant"
+
+// DefaultTenant is the tenant of requests that name none.
+const DefaultTenant = "default"
+
+// Config configures a Gateway. The zero value of every field but Bus means
+// its default.
+type Config struct {
+	Bus *bus.Bus
+	// Addr is the listen address HOST:PORT; default 127.0.0.1:8080.
+	Addr string
+	// MaxBodyBytes bounds request bodies; default 1 MiB.
+	MaxBodyBytes int64
+	// AcceptTimeout bounds how long POST /v1/workflows waits for an
+	// orchestrator to record the workflow; default 5s. Past it the answer is
+	// still 202: the submission is durable and runs when an orchestrator can.
+	AcceptTimeout time.Duration
+	// KeepAlive is the interval of SSE keepalive comments; default 15s.
+	KeepAlive time.Duration
+	Logger    *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:8080"
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.AcceptTimeout == 0 {
+		c.AcceptTimeout = 5 * time.Second
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = 15 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports every problem with the configuration.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Bus == nil {
+		errs = append(errs, errors.New("gateway: config needs Bus"))
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("gateway: http address %q: want HOST:PORT: %w", c.Addr, err))
+	}
+	if c.MaxBodyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("gateway: max body %d bytes is below 1024", c.MaxBodyBytes))
+	}
+	if c.KeepAlive < time.Second {
+		errs = append(errs, fmt.Errorf("gateway: keepalive %s is below 1s", c.KeepAlive))
+	}
+	return errors.Join(errs...)
+}
+
+// Gateway serves the HTTP API.
+type Gateway struct {
+	cfg         Config
+	bus         *bus.Bus
+	log         *slog.Logger
+	checkpoints *bus.KV
+	mux         *http.ServeMux
+
+	mu       sync.Mutex
+	listener net.Listener
+	server   *http.Server
+}
+
+// New checks cfg and prepares the routes.
+func New(ctx context.Context, cfg Config) (*Gateway, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	kv, err := cfg.Bus.KV(ctx, subjects.BucketCheckpoints)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	g := &Gateway{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "gateway"), checkpoints: kv, mux: http.NewServeMux()}
+	g.routes()
+	return g, nil
+}
+
+func (g *Gateway) routes() {
+	g.mux.HandleFunc("GET /healthz", g.healthz)
+	g.mux.HandleFunc("POST /v1/workflows", g.submit)
+	g.mux.HandleFunc("GET /v1/workflows/{id}", g.state)
+	g.mux.HandleFunc("GET /v1/workflows/{id}/events", g.sse)
+}
+
+// Handler returns the gateway's routes, for tests and embedding.
+func (g *Gateway) Handler() http.Handler { return g.mux }
+
+// Listen binds the listen address (port 0 picks one) and returns the bound
+// address; Run serves on it.
+func (g *Gateway) Listen() (net.Addr, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.listener != nil {
+		return g.listener.Addr(), nil
+	}
+	l, err := net.Listen("tcp", g.cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: listen %s: %w", g.cfg.Addr, err)
+	}
+	g.listener = l
+	return l.Addr(), nil
+}
+
+// Run serves HTTP until ctx ends, then shuts down within 5 seconds.
+func (g *Gateway) Run(ctx context.Context) error {
+	if _, err := g.Listen(); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.server = &http.Server{Handler: g.mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	srv, l := g.server, g.listener
+	g.mu.Unlock()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("gateway: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	return nil
+}
+
+func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
+	if !g.bus.Conn().IsConnected() {
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: "not connected to NATS"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}

@@ -1,0 +1,164 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/google/uuid"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/schemas"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// SubmitRequest is the body of POST /v1/workflows (schema workflow.request).
+type SubmitRequest struct {
+	WorkflowID string            `json:"workflow_id,omitempty"`
+	Query      string            `json:"query,omitempty"`
+	Plan       *events.Plan      `json:"plan,omitempty"`
+	Metadata   map[string]string `json:"metadata,omitempty"`
+}
+
+// SubmitResponse is the answer to POST /v1/workflows.
+type SubmitResponse struct {
+	WorkflowID string `json:"workflow_id"`
+	TenantID   string `json:"tenant_id"`
+	// Status is "accepted" once an orchestrator recorded the workflow, or
+	// "queued" if none did within the accept timeout.
+	Status string `json:"status"`
+	// EventsURL streams the workflow's events (SSE); StateURL is its state.
+	EventsURL string `json:"events_url"`
+	StateURL  string `json:"state_url"`
+	// EventsSubject is where NATS clients can follow the same events.
+	EventsSubject string `json:"events_subject"`
+}
+
+// tenant returns the request's tenant or writes a 400.
+func (g *Gateway) tenant(w http.ResponseWriter, r *http.Request) (string, bool) {
+	t := r.Header.Get(TenantHeader)
+	if t == "" {
+		return DefaultTenant, true
+	}
+	if err := subjects.ValidTenant(t); err != nil {
+		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_tenant", Message: fmt.Sprintf("header %s: %v", TenantHeader, err)})
+		return "", false
+	}
+	return t, true
+}
+
+func (g *Gateway) submit(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := g.tenant(w, r)
+	if !ok {
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		writeError(w, http.StatusRequestEntityTooLarge, apiError{Code: "too_large", Message: fmt.Sprintf("body exceeds %d bytes", mbe.Limit)})
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: "reading body: " + err.Error()})
+		return
+	}
+	if err := schemas.Validate(schemas.WorkflowRequest, body); err != nil {
+		var ve *schemas.ValidationError
+		if errors.As(err, &ve) {
+			writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: ve.Error(), Problems: ve.Problems})
+			return
+		}
+		writeError(w, http.StatusInternalServerError, apiError{Code: "internal", Message: err.Error()})
+		return
+	}
+	var req SubmitRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: err.Error()})
+		return
+	}
+	if req.WorkflowID == "" {
+		req.WorkflowID = newWorkflowID()
+	}
+	key, _ := subjects.CheckpointKey(tenant, req.WorkflowID)
+	if _, err := g.checkpoints.Get(r.Context(), key); err == nil {
+		writeError(w, http.StatusConflict, apiError{Code: "exists", Message: fmt.Sprintf("workflow %q already exists", req.WorkflowID)})
+		return
+	}
+	subj, _ := subjects.Submit(tenant)
+	msgID := events.SubmitKey(tenant, req.WorkflowID)
+	env, err := events.New(events.TypeWorkflowSubmitted, msgID, events.SourceGateway, tenant, req.WorkflowID, "",
+		events.WorkflowSubmitted{Query: req.Query, Plan: req.Plan, Metadata: req.Metadata})
+	if err == nil {
+		_, err = g.bus.Publish(r.Context(), subj, env, msgID)
+	}
+	if err != nil {
+		g.log.Error("submit", "tenant", tenant, "workflow", req.WorkflowID, "err", err)
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: "could not store the submission: " + err.Error()})
+		return
+	}
+	status := "accepted"
+	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.AcceptTimeout)
+	defer cancel()
+	if _, err := g.checkpoints.Wait(ctx, key); err != nil {
+		status = "queued"
+	}
+	evSubj, _ := subjects.Events(tenant, req.WorkflowID)
+	base := "/v1/workflows/" + url.PathEscape(req.WorkflowID)
+	writeJSON(w, http.StatusAccepted, SubmitResponse{
+		WorkflowID: req.WorkflowID, TenantID: tenant, Status: status,
+		EventsURL: base + "/events", StateURL: base, EventsSubject: evSubj,
+	})
+}
+
+// newWorkflowID returns a time-ordered UUID (v7), a valid workflow token.
+func newWorkflowID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
+}
+
+// state answers GET /v1/workflows/{id} with the workflow's checkpoint.
+func (g *Gateway) state(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := g.tenant(w, r)
+	if !ok {
+		return
+	}
+	cp, ok := g.checkpoint(w, r, tenant)
+	if !ok {
+		return
+	}
+	delete(cp, "outbox") // internal bookkeeping, not state
+	writeJSON(w, http.StatusOK, cp)
+}
+
+// checkpoint loads the {id} workflow's checkpoint or writes 400/404/503.
+func (g *Gateway) checkpoint(w http.ResponseWriter, r *http.Request, tenant string) (map[string]json.RawMessage, bool) {
+	id := r.PathValue("id")
+	key, err := subjects.CheckpointKey(tenant, id)
+	if err != nil {
+		writeError(w, http.StatusNotFound, apiError{Code: "not_found", Message: fmt.Sprintf("no workflow %q", id)})
+		return nil, false
+	}
+	e, err := g.checkpoints.Get(r.Context(), key)
+	if errors.Is(err, bus.ErrNotFound) {
+		writeError(w, http.StatusNotFound, apiError{Code: "not_found", Message: fmt.Sprintf("no workflow %q", id)})
+		return nil, false
+	}
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
+		return nil, false
+	}
+	var cp map[string]json.RawMessage
+	if err := json.Unmarshal(e.Value, &cp); err != nil {
+		writeError(w, http.StatusInternalServerError, apiError{Code: "internal", Message: "corrupt checkpoint"})
+		return nil, false
+	}
+	return cp, true
+}
