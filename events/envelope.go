@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"strings"
 	"time"
 
@@ -96,7 +97,9 @@ func Encode(e Envelope) (Message, error) {
 	ev.SetID(e.ID)
 	ev.SetSource(e.Source)
 	ev.SetType(string(e.Type))
-	ev.SetTime(e.Time)
+	if !e.Time.IsZero() {
+		ev.SetTime(e.Time)
+	}
 	if e.Subject != "" {
 		ev.SetSubject(e.Subject)
 	}
@@ -111,7 +114,6 @@ func Encode(e Envelope) (Message, error) {
 		HeaderID:          {e.ID},
 		HeaderSource:      {e.Source},
 		HeaderType:        {string(e.Type)},
-		HeaderTime:        {ev.Time().UTC().Format(time.RFC3339Nano)},
 		HeaderContentType: {ContentTypeJSON},
 		HeaderTenant:      {e.TenantID},
 	}
@@ -119,6 +121,9 @@ func Encode(e Envelope) (Message, error) {
 		if v != "" {
 			h[k] = []string{v}
 		}
+	}
+	if !e.Time.IsZero() {
+		h[HeaderTime] = []string{ev.Time().UTC().Format(time.RFC3339Nano)}
 	}
 	set(HeaderSubject, e.Subject)
 	set(HeaderWorkflow, e.WorkflowID)
@@ -140,7 +145,7 @@ func Decode(header map[string][]string, data []byte) (Envelope, error) {
 	if v := get(HeaderSpecVersion); v != SpecVersion {
 		return Envelope{}, &DecodeError{Where: HeaderSpecVersion, Reason: fmt.Sprintf("unsupported version %q, want %q", v, SpecVersion)}
 	}
-	if ct := get(HeaderContentType); ct != "" && !strings.HasPrefix(ct, ContentTypeJSON) {
+	if ct := get(HeaderContentType); ct != "" && !isJSON(ct) {
 		return Envelope{}, &DecodeError{Where: HeaderContentType, Reason: fmt.Sprintf("content type %q, want %s", ct, ContentTypeJSON)}
 	}
 	ev := cloudevents.New(SpecVersion)
@@ -221,4 +226,10 @@ func lookup(h map[string][]string, key string) string {
 		}
 	}
 	return ""
+}
+
+// isJSON reports whether a Content-Type names JSON, parameters allowed.
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == ContentTypeJSON
 }

@@ -1,5 +1,5 @@
-// Package schemas owns the JSON Schemas (draft 2020-12, embedded with
-// go:embed) of every event's data, of the plan, and of every request body the
+// Package schemas owns the JSON Schemas (draft 2020-12, embedded in the
+// binary) of every event's data, of the plan, and of every request body the
 // gateway accepts, and Validate, which checks a JSON document against one of
 // them and reports each problem with the JSON pointer of the offending value.
 //

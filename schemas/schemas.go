@@ -170,6 +170,12 @@ func collect(ve *jsonschema.ValidationError, out *[]Problem) {
 		}
 		return
 	}
+	if a, ok := ve.ErrorKind.(*kind.AdditionalProperties); ok && len(a.Properties) > 0 {
+		for _, p := range a.Properties {
+			*out = append(*out, Problem{Pointer: ptr + "/" + escape(p), Message: fmt.Sprintf("property %q is not allowed here", p)})
+		}
+		return
+	}
 	*out = append(*out, Problem{Pointer: ptr, Message: ve.ErrorKind.LocalizedString(printer)})
 }
 

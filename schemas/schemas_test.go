@@ -104,12 +104,28 @@ func TestPatternsMatchSubjects(t *testing.T) {
 			t.Fatal(err)
 		}
 		walk(doc, func(key string, v any) {
-			if key != "pattern" {
-				return
+			var patterns []string
+			switch key {
+			case "pattern":
+				p, _ := v.(string)
+				patterns = append(patterns, p)
+			case "patternProperties":
+				m, _ := v.(map[string]any)
+				for p := range m {
+					patterns = append(patterns, p)
+				}
+			case "propertyNames", "contentSchema":
+				// jsonschema v6.0.3 reports these errors at an instance
+				// location that later sibling validation overwrites
+				// (santhosh-tekuri/jsonschema#258, #269), so pointers
+				// would be wrong at random; use patternProperties with
+				// additionalProperties: false instead.
+				t.Errorf("%s: uses %q, whose error locations are unreliable", name, key)
 			}
-			p, _ := v.(string)
-			if p != subjects.TokenPattern && p != subjects.StepPattern {
-				t.Errorf("%s: pattern %q is neither subjects.TokenPattern nor subjects.StepPattern", name, p)
+			for _, p := range patterns {
+				if p != subjects.TokenPattern && p != subjects.StepPattern {
+					t.Errorf("%s: pattern %q is neither subjects.TokenPattern nor subjects.StepPattern", name, p)
+				}
 			}
 		})
 	}
@@ -189,11 +205,11 @@ var invalidGolden = map[string][]string{
 	"workflow.request/depends-on-number":       {"/plan/steps/1/depends_on/0"},
 	"workflow.request/depends-on-duplicate":    {"/plan/steps/1/depends_on"},
 	"workflow.request/step-missing-capability": {"/plan/steps/0/capability"},
-	"workflow.request/step-unknown-field":      {"/plan/steps/0"},
+	"workflow.request/step-unknown-field":      {"/plan/steps/0/needs"},
 	"workflow.request/no-steps":                {"/plan/steps"},
 	"workflow.request/empty-query":             {"/query"},
 	"workflow.request/bad-workflow-id":         {"/workflow_id"},
-	"workflow.request/unknown-field":           {""},
+	"workflow.request/unknown-field":           {"/tenant"},
 	"workflow.request/metadata-not-string":     {"/metadata/a~1b~0c"},
 	"workflow.request/several-problems": {
 		"/plan/steps/0/capability", "/plan/steps/0/id",
@@ -204,7 +220,7 @@ var invalidGolden = map[string][]string{
 	"workflow.request/empty-file":                {""},
 	"workflow.request/not-object":                {""},
 	"workflow.submitted/bad-capability":          {"/plan/steps/0/capability"},
-	"workflow.submitted/workflow-id-not-allowed": {""},
+	"workflow.submitted/workflow-id-not-allowed": {"/workflow_id"},
 	"plan/missing-steps":                         {"/steps"},
 	"plan/not-object":                            {""},
 	"plan/steps-null":                            {"/steps"},
@@ -295,11 +311,11 @@ func TestProblemMessages(t *testing.T) {
 		},
 		{
 			name: "additional property names the property", schema: "plan", doc: `{"steps":[{"id":"a","capability":"x","needs":[]}]}`,
-			want: schemas.Problem{Pointer: "/steps/0", Message: "additional properties 'needs' not allowed"},
+			want: schemas.Problem{Pointer: "/steps/0/needs", Message: `property "needs" is not allowed here`},
 		},
 		{
-			name: "property name", schema: "complete", doc: `{"result":1,"outputs":{"a b":1}}`,
-			want: schemas.Problem{Pointer: "/outputs/a b", Message: "invalid propertyName 'a b': 'a b' does not match pattern '" + subjects.StepPattern + "'"},
+			name: "bad key names the key", schema: "complete", doc: `{"result":1,"outputs":{"a b":1}}`,
+			want: schemas.Problem{Pointer: "/outputs/a b", Message: `property "a b" is not allowed here`},
 		},
 	}
 	for _, tt := range tests {
@@ -311,6 +327,28 @@ func TestProblemMessages(t *testing.T) {
 			}
 			if !slices.Contains(ve.Problems, tt.want) {
 				t.Fatalf("problems = %+v, want one to be %+v", ve.Problems, tt.want)
+			}
+		})
+	}
+}
+
+// TestPointersAreStable validates documents whose bad value sits beside
+// sibling properties many times over: map iteration order changes each
+// time, and the reported pointer must not.
+func TestPointersAreStable(t *testing.T) {
+	tests := []struct{ schema, doc, want string }{
+		{"step.requested", `{"step_id":"b","capability":"echo","attempt":1,"query":"q","input":{"x":1},"dependency_outputs":{"a.b":1,"c":2}}`, "/dependency_outputs/a.b"},
+		{"complete", `{"result":{"a":1},"outputs":{"x":{"y":1},"a/b":1},"duration_ms":1}`, "/outputs/a~1b"},
+		{"workflow.request", `{"workflow_id":"w","query":"q","metadata":{"a":"b","c":1,"d":"e"},"plan":{"steps":[{"id":"a","capability":"echo","input":{"deep":{"er":1}},"depends_on":["b"]},{"id":"b","capability":"echo"}]}}`, "/metadata/c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.schema, func(t *testing.T) {
+			for range 200 {
+				err := schemas.Validate(tt.schema, []byte(tt.doc))
+				var ve *schemas.ValidationError
+				if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Pointer != tt.want {
+					t.Fatalf("Validate = %v, want one problem at %q", err, tt.want)
+				}
 			}
 		})
 	}

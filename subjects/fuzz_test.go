@@ -144,7 +144,7 @@ func checkToken(t *testing.T, name, s, tok string) {
 	if strings.ContainsAny(tok, "*>.") {
 		t.Fatalf("%s: %q token %q holds a wildcard or separator", name, s, tok)
 	}
-	if strings.IndexFunc(tok, unicode.IsSpace) >= 0 || strings.ContainsAny(tok, "\x00\x85\u00a0") {
+	if strings.IndexFunc(tok, unicode.IsSpace) >= 0 || strings.ContainsAny(tok, string([]byte{0})+"\u0085\u00a0") {
 		t.Fatalf("%s: %q token %q holds whitespace", name, s, tok)
 	}
 }

@@ -1,0 +1,38 @@
+# agentbus — the entry point for running, testing and measuring.
+GO          ?= go
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BIN         ?= bin/agentbus
+ARGS        ?=
+
+.PHONY: run build test lint bench fuzz cluster clean
+
+## run: start agentbus serve (embedded NATS, orchestrator, agents, HTTP gateway)
+run:
+	$(GO) run ./cmd/agentbus serve $(ARGS)
+
+## build: build the binary into bin/
+build:
+	$(GO) build -o $(BIN) ./cmd/agentbus
+
+## test: vet and the whole suite with the race detector
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+## lint: go vet and staticcheck
+lint:
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+## bench: the benchmarks, each beside its baseline in the same run
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./...
+
+## fuzz: run each fuzz target for FUZZTIME (default 30s)
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzBuilders -fuzztime $(FUZZTIME) ./subjects
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./events
+
+clean:
+	rm -rf bin data
