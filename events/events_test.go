@@ -629,7 +629,6 @@ func TestDedupKeys(t *testing.T) {
 		t.Errorf("EventKey = %q, want %q", got, want)
 	}
 
-
 	// Injective within a kind for valid ids: no two distinct publishes share
 	// a key in the stream that dedups them.
 	seen := map[string]string{}
