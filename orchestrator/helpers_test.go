@@ -22,13 +22,13 @@ type stack struct {
 	orch *orchestrator.Orchestrator
 }
 
-func startStack(t *testing.T, extra ...agents.Agent) *stack {
+func startStack(t testing.TB, extra ...agents.Agent) *stack {
 	t.Helper()
 	env := bustest.New(t)
 	return startOn(t, env, extra...)
 }
 
-func startOn(t *testing.T, env *bustest.Env, extra ...agents.Agent) *stack {
+func startOn(t testing.TB, env *bustest.Env, extra ...agents.Agent) *stack {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -51,7 +51,7 @@ func startOn(t *testing.T, env *bustest.Env, extra ...agents.Agent) *stack {
 	return &stack{env: env, orch: o}
 }
 
-func submit(t *testing.T, b *bus.Bus, tenant, workflow string, sub events.WorkflowSubmitted) {
+func submit(t testing.TB, b *bus.Bus, tenant, workflow string, sub events.WorkflowSubmitted) {
 	t.Helper()
 	subj, err := subjects.Submit(tenant)
 	if err != nil {
@@ -70,7 +70,7 @@ func submit(t *testing.T, b *bus.Bus, tenant, workflow string, sub events.Workfl
 
 // collect follows a workflow's events until its terminal event, or fails the
 // test at the deadline.
-func collect(t *testing.T, b *bus.Bus, tenant, workflow string) []bus.Record {
+func collect(t testing.TB, b *bus.Bus, tenant, workflow string) []bus.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -103,7 +103,7 @@ func step(id, capability string, deps ...string) events.PlanStep {
 	return events.PlanStep{ID: id, Capability: capability, Input: in, DependsOn: deps}
 }
 
-func last(t *testing.T, rs []bus.Record) events.Envelope {
+func last(t testing.TB, rs []bus.Record) events.Envelope {
 	t.Helper()
 	if len(rs) == 0 {
 		t.Fatal("no events")
