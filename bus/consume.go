@@ -117,9 +117,27 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumeConfig, h Handler) error {
 	defer hcancel()
 	sem := make(chan struct{}, cfg.Concurrency)
 	var wg sync.WaitGroup
+	// stopped guards wg: once Consume stops, no callback may start a
+	// handler (or wg.Add after Wait); late messages are naked for prompt
+	// redelivery instead.
+	var mu sync.Mutex
+	stopped := false
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		sem <- struct{}{}
+		mu.Lock()
+		if stopped {
+			mu.Unlock()
+			_ = m.Nak()
+			return
+		}
 		wg.Add(1)
+		mu.Unlock()
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			_ = m.Nak()
+			wg.Done()
+			return
+		}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			b.handle(hctx, cfg, h, m)
@@ -134,6 +152,9 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumeConfig, h Handler) error {
 	}
 	<-ctx.Done()
 	cc.Stop()
+	mu.Lock()
+	stopped = true
+	mu.Unlock()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {

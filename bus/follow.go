@@ -80,20 +80,31 @@ func (b *Bus) Follow(ctx context.Context, tenant, workflow string, after uint64,
 
 // LastOffset returns the offset of a workflow's newest event, 0 if it has none.
 func (b *Bus) LastOffset(ctx context.Context, tenant, workflow string) (uint64, error) {
+	r, err := b.LastRecord(ctx, tenant, workflow)
+	return r.Offset, err
+}
+
+// LastRecord returns a workflow's newest event; a zero Record (Offset 0) if
+// it has none.
+func (b *Bus) LastRecord(ctx context.Context, tenant, workflow string) (Record, error) {
 	subj, err := subjects.Events(tenant, workflow)
 	if err != nil {
-		return 0, err
+		return Record{}, err
 	}
 	s, err := b.js.Stream(ctx, subjects.StreamEvents)
 	if err != nil {
-		return 0, fmt.Errorf("bus: events stream: %w", err)
+		return Record{}, fmt.Errorf("bus: events stream: %w", err)
 	}
 	m, err := s.GetLastMsgForSubject(ctx, subj)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
+		return Record{}, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("bus: last event of %s: %w", subj, err)
+		return Record{}, fmt.Errorf("bus: last event of %s: %w", subj, err)
 	}
-	return m.Sequence, nil
+	env, err := events.Decode(m.Header, m.Data)
+	if err != nil {
+		return Record{Offset: m.Sequence}, nil
+	}
+	return Record{Offset: m.Sequence, Envelope: env}, nil
 }

@@ -24,7 +24,8 @@ type Connected struct {
 
 // sse streams a workflow's events as Server-Sent Events, each with id: set
 // to its offset. It starts after ?from= or Last-Event-ID (exclusive; absent
-// means the first event) and ends after the workflow's terminal event.
+// means the first event) and ends after the workflow's terminal event; a
+// resume at or past the terminal event gets 204 No Content.
 func (g *Gateway) sse(w http.ResponseWriter, r *http.Request) {
 	tenant, ok := g.tenant(w, r)
 	if !ok {
@@ -50,7 +51,18 @@ func (g *Gateway) sse(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
 		return
 	}
-	lastOff, _ := g.bus.LastOffset(ctx, tenant, id)
+	lastRec, err := g.bus.LastRecord(ctx, tenant, id)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
+		return
+	}
+	if lastRec.Envelope.Type.Terminal() && from >= lastRec.Offset {
+		// Nothing will ever follow: 204 also tells a browser's EventSource
+		// to stop reconnecting.
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	lastOff := lastRec.Offset
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")

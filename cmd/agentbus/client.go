@@ -125,6 +125,13 @@ func (c *client) followOnce(ctx context.Context, workflow string, from *uint64, 
 	}
 	defer resp.Body.Close()
 	switch {
+	case resp.StatusCode == http.StatusNoContent:
+		// Resumed at or past the terminal event: the state says how it ended.
+		st, err := c.state(ctx, workflow)
+		if err != nil {
+			return true, err
+		}
+		return true, fn(events.Frame{Offset: *from, WorkflowID: workflow, TenantID: c.tenant, Type: terminalType(st)})
 	case resp.StatusCode == http.StatusNotFound:
 		return false, &notFound{apiErr(resp)}
 	case resp.StatusCode >= 400 && resp.StatusCode < 500:
@@ -163,4 +170,35 @@ func (c *client) followOnce(ctx context.Context, workflow string, from *uint64, 
 		return false, err
 	}
 	return false, errors.New("event stream ended early")
+}
+
+// state reads a workflow's status from GET /v1/workflows/{id}.
+func (c *client) state(ctx context.Context, workflow string) (events.State, error) {
+	resp, err := c.do(ctx, http.MethodGet, "/v1/workflows/"+workflow, nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", apiErr(resp)
+	}
+	var st struct {
+		Status events.State `json:"status"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return "", fmt.Errorf("reading the state: %w", err)
+	}
+	return st.Status, nil
+}
+
+// terminalType maps a final workflow state to its terminal frame type.
+func terminalType(s events.State) string {
+	switch s {
+	case events.StateCompleted:
+		return events.TypeComplete.Short()
+	case events.StateCanceled:
+		return events.TypeCancelled.Short()
+	default:
+		return events.TypeError.Short()
+	}
 }
