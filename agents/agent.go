@@ -13,6 +13,9 @@ type Request struct {
 	StepID     string
 	Capability string
 	Attempt    int
+	// Delivery counts deliveries of this step message, from 1; above 1 it
+	// is a redelivery (a retry, or a worker that died holding it).
+	Delivery int
 	// Query is the workflow's original query, for context.
 	Query string
 	// Input is the step's input from the plan (any JSON, possibly empty).
@@ -59,5 +62,13 @@ type Agent interface {
 	Card() Card
 }
 
-// ErrPermanent marks an agent error that retrying cannot fix.
+// HealthChecker is implemented by agents that can tell whether they are
+// fit to work (a model endpoint reachable, an index loaded). The worker
+// calls it on every heartbeat; an error makes the instance "unhealthy".
+type HealthChecker interface {
+	Health(ctx context.Context) error
+}
+
+// ErrPermanent marks an agent error that retrying cannot fix: the step is
+// dead-lettered at once instead of retried.
 var ErrPermanent = errors.New("agents: permanent failure")

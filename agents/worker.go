@@ -10,78 +10,47 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
 )
 
-// WorkerConfig configures a Worker. The zero value of every field but Bus
-// and Agents means its default.
-type WorkerConfig struct {
-	Bus    *bus.Bus
-	Agents []Agent
-	// Name identifies this worker instance in replies; default host-pid-random.
-	Name string
-	// Concurrency is how many steps of one capability run at once; default 8.
-	Concurrency int
-	// AckWait is how long a step may go without an in-progress ack before it
-	// is redelivered to another worker; default 30s.
-	AckWait time.Duration
-	Logger  *slog.Logger
-}
+// Why not Watermill. The design names Watermill's router and middleware
+// (retry, timeout, recoverer, poison queue, correlation) for this runtime
+// where they fit the ack model. They do not fit it: watermill-nats hands the
+// handler a message.Message and keeps the jetstream.Msg to itself, waiting
+// for Ack/Nack with a timer of AckWaitTimeout and then giving the message up
+// with no ack at all. So a step that runs longer than AckWait cannot send
+// in-progress acks and is redelivered while alive; the handler cannot see
+// the delivery count that MaxDeliver and the dead letter are counted by;
+// and its retry middleware retries inside the process, which a worker that
+// dies forgets. The runtime therefore uses bus.Consume (nats.go/jetstream
+// directly) and implements the same concerns as plain steps around the
+// handler: recover (bus.Consume and run), timeout (StepTimeout), retry with
+// backoff (NakWithDelay), poison queue (dead letter after MaxDeliver),
+// correlation (the workflow and step ids carried in ce- headers).
 
-func (c *WorkerConfig) setDefaults() {
-	if c.Name == "" {
-		host, _ := os.Hostname()
-		c.Name = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])
-	}
-	if c.Concurrency == 0 {
-		c.Concurrency = 8
-	}
-	if c.AckWait == 0 {
-		c.AckWait = 30 * time.Second
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-}
-
-// Validate reports every problem with the configuration.
-func (c WorkerConfig) Validate() error {
-	var errs []error
-	if c.Bus == nil {
-		errs = append(errs, errors.New("agents: worker config needs Bus"))
-	}
-	if len(c.Agents) == 0 {
-		errs = append(errs, errors.New("agents: worker config needs at least one agent"))
-	}
-	seen := map[string]string{}
-	for _, a := range c.Agents {
-		card := a.Card()
-		if len(card.Capabilities) == 0 {
-			errs = append(errs, fmt.Errorf("agents: agent %q declares no capability", card.Name))
-		}
-		for _, cp := range card.Capabilities {
-			if err := subjects.ValidCapability(cp); err != nil {
-				errs = append(errs, fmt.Errorf("agents: agent %q: %w", card.Name, err))
-			} else if other, dup := seen[cp]; dup {
-				errs = append(errs, fmt.Errorf("agents: capability %q served by both %q and %q", cp, other, card.Name))
-			}
-			seen[cp] = card.Name
-		}
-	}
-	if c.Concurrency < 1 {
-		errs = append(errs, fmt.Errorf("agents: concurrency %d below 1", c.Concurrency))
-	}
-	return errors.Join(errs...)
-}
-
-// Worker runs agents on their capabilities' shared consumers.
+// Worker runs agents on their capabilities' shared consumers, registers
+// them in the registry, and exposes each as a NATS micro service.
 type Worker struct {
-	cfg WorkerConfig
-	log *slog.Logger
+	cfg      WorkerConfig
+	log      *slog.Logger
+	registry *discovery.Registry
+	agents   []*running
+	host     string
+	started  time.Time
+}
+
+// running is one agent in this worker.
+type running struct {
+	agent    Agent
+	card     Card
+	stats    stats
+	instance string
+	service  *bus.Service
+	text     string
+	vector   []float32
 }
 
 // NewWorker checks cfg.
@@ -90,14 +59,23 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: cfg, log: cfg.Logger.With("component", "worker", "worker", cfg.Name)}, nil
+	host, _ := os.Hostname()
+	w := &Worker{cfg: cfg, log: cfg.Logger.With("component", "worker", "worker", cfg.Name), host: host}
+	for _, a := range cfg.Agents {
+		card := a.Card()
+		w.agents = append(w.agents, &running{agent: a, card: card, instance: cfg.Name + "-" + card.Name})
+	}
+	return w, nil
 }
+
+// Name is the worker's instance name.
+func (w *Worker) Name() string { return w.cfg.Name }
 
 // Capabilities lists the capabilities the worker serves.
 func (w *Worker) Capabilities() []string {
 	var out []string
-	for _, a := range w.cfg.Agents {
-		out = append(out, a.Card().Capabilities...)
+	for _, r := range w.agents {
+		out = append(out, r.card.Capabilities...)
 	}
 	return out
 }
@@ -108,35 +86,63 @@ func (w *Worker) consumeConfig(capability string) bus.ConsumeConfig {
 	return bus.ConsumeConfig{
 		Stream: subjects.StreamSteps, Durable: durable, Filter: filter,
 		AckWait: w.cfg.AckWait, Concurrency: w.cfg.Concurrency,
+		// The worker counts deliveries itself (see handle), so that a step
+		// whose last delivery died with its worker is still dead-lettered
+		// and answered, never left hanging.
+		MaxDeliver: -1, Backoff: w.cfg.backoff, ShutdownGrace: w.cfg.ShutdownGrace,
 	}
 }
 
-// Start makes every capability's shared consumer exist, so that the
-// orchestrator sees the capabilities as served once Start returns.
+// Start makes every capability's shared consumer exist, registers every
+// agent and starts its micro service, so that the orchestrator sees the
+// capabilities as served once Start returns. Run calls it if needed.
 func (w *Worker) Start(ctx context.Context) error {
+	if w.registry != nil {
+		return nil
+	}
 	for _, c := range w.Capabilities() {
 		if err := w.cfg.Bus.EnsureConsumer(ctx, w.consumeConfig(c)); err != nil {
 			return err
 		}
 	}
+	reg, err := discovery.New(ctx, w.cfg.Bus, w.cfg.Embedder)
+	if err != nil {
+		return err
+	}
+	w.started = time.Now().UTC()
+	for _, r := range w.agents {
+		r.text = discovery.EmbeddingText(r.card.Name, r.card.Capabilities, r.card.Description, r.card.Examples)
+		vs, err := w.cfg.Embedder.Embed(ctx, []string{r.text})
+		if err != nil {
+			return fmt.Errorf("agents: embed %s with %s: %w", r.card.Name, w.cfg.Embedder.Name(), err)
+		}
+		r.vector = vs[0]
+		if r.service, err = w.cfg.Bus.AddService(ctx, w.serviceConfig(r)); err != nil {
+			return err
+		}
+	}
+	w.registry = reg
+	w.heartbeat(ctx)
 	return nil
 }
 
-// Run serves every capability until ctx ends, then lets in-flight steps finish.
+// Run serves every capability until ctx ends; then it stops fetching, lets
+// in-flight steps finish within ShutdownGrace (handing back the rest),
+// unregisters and returns.
 func (w *Worker) Run(ctx context.Context) error {
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
 	var wg sync.WaitGroup
-	errs := make([]error, 0)
 	var mu sync.Mutex
-	for _, a := range w.cfg.Agents {
-		for _, c := range a.Card().Capabilities {
+	var errs []error
+	for _, r := range w.agents {
+		for _, c := range r.card.Capabilities {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := w.cfg.Bus.Consume(ctx, w.consumeConfig(c), func(ctx context.Context, d *bus.Delivery) error {
-					return w.handle(ctx, a, d)
+				err := w.cfg.Bus.Consume(ctx, w.consumeConfig(c), func(hctx context.Context, d *bus.Delivery) error {
+					return w.handle(hctx, r, d)
 				})
 				mu.Lock()
 				errs = append(errs, err)
@@ -144,13 +150,45 @@ func (w *Worker) Run(ctx context.Context) error {
 			}()
 		}
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(w.cfg.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				w.heartbeat(ctx)
+			}
+		}
+	}()
 	w.log.Info("worker serving", "capabilities", w.Capabilities())
 	wg.Wait()
+	w.stop()
 	return errors.Join(errs...)
 }
 
-// handle runs one step and publishes its reply, then lets bus ack it.
-func (w *Worker) handle(ctx context.Context, a Agent, d *bus.Delivery) error {
+// stop unregisters the agents and stops their services.
+func (w *Worker) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, r := range w.agents {
+		if w.registry != nil {
+			if err := w.registry.Remove(ctx, r.instance); err != nil {
+				w.log.Warn("unregister", "agent", r.card.Name, "err", err)
+			}
+		}
+		if r.service != nil {
+			_ = r.service.Stop()
+		}
+	}
+}
+
+// handle runs one delivery of a step: dead-letters it past MaxDeliver,
+// otherwise runs the agent and publishes its reply, or asks for a retry.
+func (w *Worker) handle(ctx context.Context, r *running, d *bus.Delivery) error {
 	env := d.Envelope
 	if env.Type != events.TypeStepRequested || env.WorkflowID == "" {
 		return fmt.Errorf("%w: %s without a workflow id on a step subject", bus.ErrPoison, env.Type)
@@ -161,38 +199,68 @@ func (w *Worker) handle(ctx context.Context, a Agent, d *bus.Delivery) error {
 	}
 	req := Request{
 		TenantID: env.TenantID, WorkflowID: env.WorkflowID, StepID: sr.StepID, Capability: sr.Capability,
-		Attempt: sr.Attempt, Query: sr.Query, Input: sr.Input, DependencyOutputs: sr.DependencyOutputs,
+		Attempt: sr.Attempt, Delivery: int(d.Delivered), Query: sr.Query, Input: sr.Input, DependencyOutputs: sr.DependencyOutputs,
 	}
-	reply, err := subjects.Reply(req.TenantID, req.WorkflowID)
-	if err != nil {
-		return fmt.Errorf("%w: %w", bus.ErrPoison, err)
+	if d.Delivered > uint64(w.cfg.MaxDeliver) {
+		// The previous delivery never answered: its worker died or hung.
+		return w.giveUp(ctx, d, req, fmt.Sprintf("delivered %d times without an answer (max %d): the worker holding it died or hung", d.Delivered-1, w.cfg.MaxDeliver))
 	}
-	start := time.Now()
-	out, herr := w.run(ctx, a, req, d)
-	key := events.StepKey(req.TenantID, req.WorkflowID, req.StepID, req.Attempt)
-	source := events.SourceAgentPrefix + req.Capability
-	var renv events.Envelope
-	if herr != nil {
-		w.log.Warn("step failed", "workflow", req.WorkflowID, "step", req.StepID, "err", herr)
-		renv, err = events.New(events.TypeStepFailed, key, source, req.TenantID, req.WorkflowID, req.StepID, events.StepFailed{
-			StepID: req.StepID, Capability: req.Capability, Attempt: req.Attempt, Error: herr.Error(), Worker: w.cfg.Name,
-		})
-	} else {
-		renv, err = events.New(events.TypeStepCompleted, key, source, req.TenantID, req.WorkflowID, req.StepID, events.StepCompleted{
+	start := r.stats.begin()
+	out, err := w.run(ctx, r.agent, req, d)
+	r.stats.end(start, err)
+	if err == nil {
+		return w.reply(ctx, req, events.TypeStepCompleted, events.StepCompleted{
 			StepID: req.StepID, Capability: req.Capability, Attempt: req.Attempt, Output: out, Worker: w.cfg.Name,
 			DurationMS: float64(time.Since(start).Microseconds()) / 1000,
 		})
 	}
+	if ctx.Err() != nil {
+		// The worker is shutting down past its grace: hand the step back.
+		return fmt.Errorf("%w: %w", bus.ErrHandBack, err)
+	}
+	w.log.Warn("step failed", "workflow", req.WorkflowID, "step", req.StepID, "delivery", d.Delivered, "err", err)
+	if errors.Is(err, ErrPermanent) || d.Delivered >= uint64(w.cfg.MaxDeliver) {
+		return w.giveUp(ctx, d, req, fmt.Sprintf("failed on delivery %d of %d: %v", d.Delivered, w.cfg.MaxDeliver, err))
+	}
+	return err // bus naks with backoff; JetStream redelivers
+}
+
+// giveUp dead-letters the step with the reason and answers the workflow
+// with step.failed, so that nothing waits for it forever.
+func (w *Worker) giveUp(ctx context.Context, d *bus.Delivery, req Request, reason string) error {
+	subj, err := subjects.DeadLetter(req.TenantID, req.Capability)
+	if err != nil {
+		return fmt.Errorf("%w: %w", bus.ErrPoison, err)
+	}
+	if err := w.cfg.Bus.DeadLetter(ctx, d, subj, reason, w.cfg.Name); err != nil {
+		return err
+	}
+	return w.reply(ctx, req, events.TypeStepFailed, events.StepFailed{
+		StepID: req.StepID, Capability: req.Capability, Attempt: req.Attempt, Error: reason, Worker: w.cfg.Name,
+	})
+}
+
+// reply publishes a step's answer with the step attempt's dedup key: a step
+// redelivered and answered twice is stored once.
+func (w *Worker) reply(ctx context.Context, req Request, typ events.Type, payload any) error {
+	subj, err := subjects.Reply(req.TenantID, req.WorkflowID)
+	if err != nil {
+		return fmt.Errorf("%w: %w", bus.ErrPoison, err)
+	}
+	key := events.StepKey(req.TenantID, req.WorkflowID, req.StepID, req.Attempt)
+	env, err := events.New(typ, key, events.SourceAgentPrefix+req.Capability, req.TenantID, req.WorkflowID, req.StepID, payload)
 	if err != nil {
 		return err
 	}
-	_, err = w.cfg.Bus.Publish(ctx, reply, renv, key)
+	_, err = w.cfg.Bus.Publish(ctx, subj, env, key)
 	return err
 }
 
-// run calls the agent with in-progress acks while it works and turns a panic
-// or an invalid output into an error.
+// run calls the agent under StepTimeout with in-progress acks while it
+// works, and turns a panic or an invalid output into an error.
 func (w *Worker) run(ctx context.Context, a Agent, req Request, d *bus.Delivery) (out json.RawMessage, err error) {
+	sctx, cancel := context.WithTimeout(ctx, w.cfg.StepTimeout)
+	defer cancel()
 	hb, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() {
@@ -212,8 +280,11 @@ func (w *Worker) run(ctx context.Context, a Agent, req Request, d *bus.Delivery)
 			err = fmt.Errorf("agents: %s panicked: %v", req.Capability, r)
 		}
 	}()
-	out, err = a.Handle(ctx, req, &stepEmitter{bus: w.cfg.Bus, req: req, source: events.SourceAgentPrefix + req.Capability})
+	out, err = a.Handle(sctx, req, &stepEmitter{bus: w.cfg.Bus, req: req, source: events.SourceAgentPrefix + req.Capability})
 	if err != nil {
+		if errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			return nil, fmt.Errorf("agents: step timed out after %s: %w", w.cfg.StepTimeout, err)
+		}
 		return nil, err
 	}
 	if len(out) == 0 {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentbus/agentbus/events"
@@ -16,6 +18,10 @@ import (
 // ErrPoison marks a handler error that retrying cannot fix: the message is
 // terminated instead of redelivered.
 var ErrPoison = errors.New("bus: poison message")
+
+// ErrHandBack marks a handler that gave its message up unfinished (a worker
+// shutting down): it is naked for immediate redelivery to another consumer.
+var ErrHandBack = errors.New("bus: handed back")
 
 // Delivery is one decoded message from a durable consumer. Its methods are
 // safe for concurrent use (InProgress from a heartbeat goroutine while the
@@ -209,6 +215,9 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumeConfig, h Handler, m jetstr
 		if err := m.Ack(); err != nil {
 			b.log.Warn("ack failed", "subject", m.Subject(), "err", err)
 		}
+	case errors.Is(err, ErrHandBack):
+		b.log.Info("message handed back", "subject", m.Subject(), "delivered", d.Delivered)
+		_ = m.Nak()
 	case errors.Is(err, ErrPoison):
 		b.log.Warn("message terminated", "subject", m.Subject(), "err", err)
 		_ = m.TermWithReason(err.Error())
@@ -240,4 +249,32 @@ func (b *Bus) HasConsumer(ctx context.Context, stream, name string) (bool, error
 		return false, fmt.Errorf("bus: consumer %s on %s: %w", name, stream, err)
 	}
 	return true, nil
+}
+
+// Header names on dead-lettered messages.
+const (
+	HeaderDeadLetterReason  = "Agentbus-Deadletter-Reason"
+	HeaderDeadLetterCount   = "Agentbus-Deadletter-Deliveries"
+	HeaderDeadLetterBy      = "Agentbus-Deadletter-By"
+	HeaderDeadLetterSubject = "Agentbus-Deadletter-Subject"
+)
+
+// DeadLetter copies the delivery, headers and body unchanged, to subject
+// with the reason, the delivery count and who gave up in headers. The
+// publish is deduplicated on the original stream sequence. The caller then
+// acks the delivery.
+func (b *Bus) DeadLetter(ctx context.Context, d *Delivery, subject, reason, by string) error {
+	m := nats.NewMsg(subject)
+	for k, v := range d.msg.Headers() {
+		m.Header[k] = append([]string(nil), v...)
+	}
+	m.Header.Set(HeaderDeadLetterReason, reason)
+	m.Header.Set(HeaderDeadLetterCount, strconv.FormatUint(d.Delivered, 10))
+	m.Header.Set(HeaderDeadLetterBy, by)
+	m.Header.Set(HeaderDeadLetterSubject, d.Subject)
+	m.Data = d.msg.Data()
+	if _, err := b.js.PublishMsg(ctx, m, jetstream.WithMsgID(fmt.Sprintf("deadletter/%s/%d", d.Subject, d.Sequence))); err != nil {
+		return fmt.Errorf("bus: dead-letter to %s: %w", subject, err)
+	}
+	return nil
 }

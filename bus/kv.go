@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -27,7 +30,9 @@ type Entry struct {
 // KV is a JetStream key-value bucket with optimistic concurrency. It is safe
 // for concurrent use.
 type KV struct {
-	kv jetstream.KeyValue
+	kv     jetstream.KeyValue
+	js     jetstream.JetStream
+	bucket string
 }
 
 // KV opens a provisioned bucket.
@@ -36,7 +41,52 @@ func (b *Bus) KV(ctx context.Context, bucket string) (*KV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: bucket %s: %w", bucket, err)
 	}
-	return &KV{kv: kv}, nil
+	return &KV{kv: kv, js: b.js, bucket: bucket}, nil
+}
+
+// PutTTL stores key with its own time to live: unless put again within ttl
+// (at least 1s), the key disappears and watchers see it deleted. The bucket
+// must allow per-key TTLs (LimitMarkerTTL), as AGENTBUS_AGENTS does.
+func (s *KV) PutTTL(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {
+	m := nats.NewMsg("$KV." + s.bucket + "." + key)
+	m.Data = value
+	ack, err := s.js.PublishMsg(ctx, m, jetstream.WithMsgTTL(ttl))
+	if err != nil {
+		return 0, fmt.Errorf("bus: put %s with ttl: %w", key, err)
+	}
+	return ack.Sequence, nil
+}
+
+// Delete removes key.
+func (s *KV) Delete(ctx context.Context, key string) error {
+	return mapKVErr(key, s.kv.Delete(ctx, key))
+}
+
+// List returns the newest revision of every key, in key order.
+func (s *KV) List(ctx context.Context) ([]Entry, error) {
+	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("bus: list %s: %w", s.bucket, err)
+	}
+	defer func() { _ = w.Stop() }()
+	var out []Entry
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("bus: list %s: watcher closed", s.bucket)
+			}
+			if e == nil { // initial values delivered
+				sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+				return out, nil
+			}
+			if e.Operation() == jetstream.KeyValuePut {
+				out = append(out, Entry{Key: e.Key(), Value: e.Value(), Revision: e.Revision()})
+			}
+		}
+	}
 }
 
 // Get returns the newest revision of key.

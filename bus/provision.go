@@ -117,7 +117,8 @@ func (c StreamsConfig) buckets() []jetstream.KeyValueConfig {
 	return []jetstream.KeyValueConfig{
 		{Bucket: subjects.BucketCheckpoints, Description: "agentbus workflow checkpoints", History: uint8(c.CheckpointHistory), Storage: jetstream.FileStorage, Replicas: c.Replicas},
 		{Bucket: subjects.BucketControl, Description: "agentbus control records (cancel)", History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas},
-		{Bucket: subjects.BucketAgents, Description: "agentbus agent registrations", History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas},
+		{Bucket: subjects.BucketAgents, Description: "agentbus agent registrations (per-key TTL)", History: 1, Storage: jetstream.FileStorage,
+			Replicas: c.Replicas, LimitMarkerTTL: time.Minute},
 	}
 }
 
@@ -194,6 +195,9 @@ func (b *Bus) ensureBucket(ctx context.Context, want jetstream.KeyValueConfig) e
 	var diffs []string
 	if st.History() != int64(want.History) {
 		diffs = append(diffs, fmt.Sprintf("history is %d, want %d", st.History(), want.History))
+	}
+	if want.LimitMarkerTTL > 0 && st.LimitMarkerTTL() == 0 {
+		diffs = append(diffs, "per-key TTL is off, want on")
 	}
 	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo().Config.Replicas != want.Replicas {
 		diffs = append(diffs, fmt.Sprintf("replicas is %d, want %d", bs.StreamInfo().Config.Replicas, want.Replicas))

@@ -1,7 +1,8 @@
 // Package gateway owns agentbus's HTTP surface: submitting workflows
 // (POST /v1/workflows), reading their state (GET /v1/workflows/{id}),
 // following their events live with replay from an offset (SSE on
-// GET /v1/workflows/{id}/events), and health (GET /healthz).
+// GET /v1/workflows/{id}/events), the agent registry and semantic discovery
+// (GET /v1/agents, ?query=…&k=5), and health (GET /healthz).
 //
 // Data enters as HTTP requests whose bodies are validated against the
 // embedded JSON Schemas (package schemas); a bad body gets 400 with the JSON

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -80,6 +81,7 @@ type Gateway struct {
 	bus         *bus.Bus
 	log         *slog.Logger
 	checkpoints *bus.KV
+	registry    *discovery.Registry
 	mux         *http.ServeMux
 
 	mu       sync.Mutex
@@ -97,7 +99,11 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	g := &Gateway{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "gateway"), checkpoints: kv, mux: http.NewServeMux()}
+	reg, err := discovery.New(ctx, cfg.Bus, nil)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	g := &Gateway{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "gateway"), checkpoints: kv, registry: reg, mux: http.NewServeMux()}
 	g.routes()
 	return g, nil
 }
@@ -107,6 +113,7 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc("POST /v1/workflows", g.submit)
 	g.mux.HandleFunc("GET /v1/workflows/{id}", g.state)
 	g.mux.HandleFunc("GET /v1/workflows/{id}/events", g.sse)
+	g.mux.HandleFunc("GET /v1/agents", g.agents)
 }
 
 // Handler returns the gateway's routes, for tests and embedding.

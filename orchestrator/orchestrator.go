@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -20,8 +21,16 @@ type Catalog func(ctx context.Context, capability string) (bool, error)
 type Config struct {
 	Bus *bus.Bus
 	// Catalog decides which capabilities exist; default: a capability exists
-	// when its shared step consumer exists (some worker has served it).
+	// when an agent instance is registered for it, or when its shared step
+	// consumer exists (an agent that does not register, written in another
+	// language with a bare NATS client, has bound to it).
 	Catalog Catalog
+	// Registry, when set, routes bare queries by semantic discovery; New
+	// opens it by default.
+	Registry *discovery.Registry
+	// MinScore is the similarity below which discovery does not route a
+	// bare query and the echo step is planned instead; default 0.05.
+	MinScore float64
 	// Concurrency is how many submissions and how many replies are handled
 	// at once; default 32.
 	Concurrency int
@@ -40,15 +49,8 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.Catalog == nil && c.Bus != nil {
-		b := c.Bus
-		c.Catalog = func(ctx context.Context, capability string) (bool, error) {
-			name, err := subjects.StepConsumer(capability)
-			if err != nil {
-				return false, nil
-			}
-			return b.HasConsumer(ctx, subjects.StreamSteps, name)
-		}
+	if c.MinScore == 0 {
+		c.MinScore = 0.05
 	}
 }
 
@@ -82,6 +84,24 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	kv, err := cfg.Bus.KV(ctx, subjects.BucketCheckpoints)
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	if cfg.Registry == nil {
+		if cfg.Registry, err = discovery.New(ctx, cfg.Bus, nil); err != nil {
+			return nil, fmt.Errorf("orchestrator: %w", err)
+		}
+	}
+	if cfg.Catalog == nil {
+		b, reg := cfg.Bus, cfg.Registry
+		cfg.Catalog = func(ctx context.Context, capability string) (bool, error) {
+			if ok, err := reg.Serves(ctx, capability); ok || err != nil {
+				return ok, err
+			}
+			name, err := subjects.StepConsumer(capability)
+			if err != nil {
+				return false, nil
+			}
+			return b.HasConsumer(ctx, subjects.StreamSteps, name)
+		}
 	}
 	return &Orchestrator{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "orchestrator"), checkpoints: kv}, nil
 }

@@ -24,10 +24,10 @@ func (e *PlanError) Error() string { return "orchestrator: " + e.Message }
 // planner knows better.
 const EchoCapability = "echo"
 
-// PlanQuery plans a bare query: a single echo step.
-func PlanQuery(query string) events.Plan {
+// PlanQuery plans a bare query as a single step on capability.
+func PlanQuery(query, capability string) events.Plan {
 	in, _ := json.Marshal(map[string]string{"query": query})
-	return events.Plan{Steps: []events.PlanStep{{ID: "echo", Capability: EchoCapability, Input: in}}}
+	return events.Plan{Steps: []events.PlanStep{{ID: capability, Capability: capability, Input: in}}}
 }
 
 // Stages checks a plan's structure and groups its steps into Kahn stages:

@@ -61,7 +61,11 @@ func (o *Orchestrator) plan(ctx context.Context, cp *Checkpoint, sub events.Work
 	if sub.Plan != nil {
 		cp.Plan = *sub.Plan
 	} else {
-		cp.Plan = PlanQuery(sub.Query)
+		capability, why := o.route(ctx, sub.Query)
+		cp.Plan = PlanQuery(sub.Query, capability)
+		if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateSubmitted, Message: why}); err != nil {
+			return err
+		}
 	}
 	stages, err := Stages(cp.Plan)
 	if err == nil {

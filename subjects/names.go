@@ -45,3 +45,7 @@ const (
 	AllControl     = Root + ".*.control.*"
 	AllDeadLetters = Root + ".*.deadletter.*"
 )
+
+// AgentsRoot is the root of the agents' micro-service endpoints. It sits
+// outside "agentbus." on purpose: it belongs to no tenant.
+const AgentsRoot = "agentbus-agents"

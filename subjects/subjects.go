@@ -116,3 +116,13 @@ func Parse(subject string) (Parsed, error) {
 	}
 	return p, nil
 }
+
+// AgentCard returns "agentbus-agents.<capability>", the micro-service
+// endpoint where every worker of a capability answers with its card and
+// live stats (a queue group: one of them answers).
+func AgentCard(capability string) (string, error) {
+	if err := ValidCapability(capability); err != nil {
+		return "", err
+	}
+	return AgentsRoot + "." + capability, nil
+}

@@ -68,7 +68,7 @@ func newRoot() *cobra.Command {
 			return bindEnv(cmd)
 		},
 	}
-	root.AddCommand(newServe(), newAsk(), newWatch())
+	root.AddCommand(newServe(), newWorker(), newAsk(), newWatch(), newAgents())
 	return root
 }
 

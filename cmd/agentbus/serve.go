@@ -11,8 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentbus/agentbus/agents"
-	"github.com/agentbus/agentbus/agents/echo"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/gateway"
 	"github.com/agentbus/agentbus/orchestrator"
@@ -21,6 +19,7 @@ import (
 type serveFlags struct {
 	data, natsAddr, httpAddr, natsConfig, logLevel string
 	eventsMaxAge                                   time.Duration
+	worker                                         workerFlags
 }
 
 func newServe() *cobra.Command {
@@ -40,6 +39,7 @@ func newServe() *cobra.Command {
 	fl.StringVar(&f.natsConfig, "nats-config", "", "optional nats-server configuration file, e.g. nats.conf")
 	fl.DurationVar(&f.eventsMaxAge, "events-max-age", 7*24*time.Hour, "how long workflow events are kept for replay")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.worker.register(cmd)
 	return cmd
 }
 
@@ -82,7 +82,10 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 	if err := b.Provision(ctx, bus.StreamsConfig{EventsMaxAge: f.eventsMaxAge}); err != nil {
 		return &exitError{code: exitUsage, msg: err.Error()}
 	}
-	w, err := agents.NewWorker(agents.WorkerConfig{Bus: b, Agents: []agents.Agent{echo.Agent{}}, Logger: log})
+	if f.worker.capabilities == nil {
+		f.worker = defaultWorkerFlags()
+	}
+	w, err := f.worker.worker(b, log)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,133 @@
+package agents
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/discovery"
+	"github.com/agentbus/agentbus/llm"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// WorkerConfig configures a Worker. The zero value of every field but Bus
+// and Agents means its default.
+type WorkerConfig struct {
+	Bus    *bus.Bus
+	Agents []Agent
+	// Name identifies this worker instance; default host-pid-random.
+	Name string
+	// Concurrency is how many steps of one capability run at once; default 8.
+	Concurrency int
+	// AckWait is how long a step may go without an in-progress ack before
+	// JetStream redelivers it to another worker; default 30s. In-progress
+	// acks go out every AckWait/3 while a step runs.
+	AckWait time.Duration
+	// MaxDeliver is how many times a step is delivered before it is
+	// dead-lettered; default 5.
+	MaxDeliver int
+	// RetryBase and RetryMax shape the exponential backoff between
+	// deliveries of a failing step: RetryBase·2^(n-1), at most RetryMax;
+	// defaults 250ms and 10s.
+	RetryBase, RetryMax time.Duration
+	// StepTimeout bounds one run of a step's handler; default 5m.
+	StepTimeout time.Duration
+	// Heartbeat is the registry refresh interval; a registration lives
+	// 3·Heartbeat unless refreshed. Default 5s.
+	Heartbeat time.Duration
+	// ShutdownGrace is how long in-flight steps may finish after Run's
+	// context ends; past it they are handed back for redelivery. Default 10s.
+	ShutdownGrace time.Duration
+	// Embedder embeds agent descriptions for discovery; default local.
+	Embedder llm.Embedder
+	Logger   *slog.Logger
+}
+
+func (c *WorkerConfig) setDefaults() {
+	if c.Name == "" {
+		host, _ := os.Hostname()
+		c.Name = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 8
+	}
+	if c.MaxDeliver == 0 {
+		c.MaxDeliver = 5
+	}
+	def(&c.AckWait, 30*time.Second)
+	def(&c.RetryBase, 250*time.Millisecond)
+	def(&c.RetryMax, 10*time.Second)
+	def(&c.StepTimeout, 5*time.Minute)
+	def(&c.Heartbeat, discovery.DefaultHeartbeat)
+	def(&c.ShutdownGrace, 10*time.Second)
+	if c.Embedder == nil {
+		c.Embedder = llm.LocalEmbedder{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports every problem with the configuration.
+func (c WorkerConfig) Validate() error {
+	var errs []error
+	if c.Bus == nil {
+		errs = append(errs, errors.New("agents: worker config needs Bus"))
+	}
+	if len(c.Agents) == 0 {
+		errs = append(errs, errors.New("agents: worker config needs at least one agent"))
+	}
+	seen := map[string]string{}
+	for _, a := range c.Agents {
+		card := a.Card()
+		if len(card.Capabilities) == 0 {
+			errs = append(errs, fmt.Errorf("agents: agent %q declares no capability", card.Name))
+		}
+		for _, cp := range card.Capabilities {
+			if err := subjects.ValidCapability(cp); err != nil {
+				errs = append(errs, fmt.Errorf("agents: agent %q: %w", card.Name, err))
+			} else if other, dup := seen[cp]; dup {
+				errs = append(errs, fmt.Errorf("agents: capability %q served by both %q and %q", cp, other, card.Name))
+			}
+			seen[cp] = card.Name
+		}
+	}
+	if c.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("agents: concurrency %d below 1", c.Concurrency))
+	}
+	if c.MaxDeliver < 1 {
+		errs = append(errs, fmt.Errorf("agents: max deliver %d below 1", c.MaxDeliver))
+	}
+	if c.AckWait < time.Second {
+		errs = append(errs, fmt.Errorf("agents: ack wait %s below 1s", c.AckWait))
+	}
+	if c.Heartbeat < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("agents: heartbeat %s below 100ms", c.Heartbeat))
+	}
+	if c.RetryBase <= 0 || c.RetryMax < c.RetryBase {
+		errs = append(errs, fmt.Errorf("agents: retry backoff base %s / max %s: want 0 < base <= max", c.RetryBase, c.RetryMax))
+	}
+	if c.StepTimeout <= 0 || c.ShutdownGrace < 0 {
+		errs = append(errs, errors.New("agents: step timeout must be positive and shutdown grace not negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// backoff is the delay before delivery n+1 of a failing step.
+func (c WorkerConfig) backoff(n uint64) time.Duration {
+	d := c.RetryBase << min(n-1, 20)
+	if d <= 0 || d > c.RetryMax {
+		return c.RetryMax
+	}
+	return d
+}
