@@ -38,7 +38,8 @@ type WorkerConfig struct {
 	// StepTimeout bounds one run of a step's handler; default 5m.
 	StepTimeout time.Duration
 	// Heartbeat is the registry refresh interval; a registration lives
-	// 3·Heartbeat unless refreshed. Default 5s.
+	// 3·Heartbeat (rounded up to whole seconds, at least 1s) unless
+	// refreshed, and reads "unreachable" after 2·Heartbeat. Default 5s.
 	Heartbeat time.Duration
 	// ShutdownGrace is how long in-flight steps may finish after Run's
 	// context ends; past it they are handed back for redelivery. Default 10s.

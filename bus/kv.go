@@ -44,10 +44,12 @@ func (b *Bus) KV(ctx context.Context, bucket string) (*KV, error) {
 	return &KV{kv: kv, js: b.js, bucket: bucket}, nil
 }
 
-// PutTTL stores key with its own time to live: unless put again within ttl
-// (at least 1s), the key disappears and watchers see it deleted. The bucket
-// must allow per-key TTLs (LimitMarkerTTL), as AGENTBUS_AGENTS does.
+// PutTTL stores key with its own time to live: unless put again within ttl,
+// the key disappears and watchers see it deleted. JetStream counts TTLs in
+// whole seconds, so ttl is rounded up to the next second (at least 1s). The
+// bucket must allow per-key TTLs (LimitMarkerTTL), as AGENTBUS_AGENTS does.
 func (s *KV) PutTTL(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {
+	ttl = max(time.Second, (ttl+time.Second-1).Truncate(time.Second))
 	m := nats.NewMsg("$KV." + s.bucket + "." + key)
 	m.Data = value
 	ack, err := s.js.PublishMsg(ctx, m, jetstream.WithMsgTTL(ttl))
