@@ -49,7 +49,7 @@ func (b *Bus) KV(ctx context.Context, bucket string) (*KV, error) {
 // whole seconds, so ttl is rounded up to the next second (at least 1s). The
 // bucket must allow per-key TTLs (LimitMarkerTTL), as AGENTBUS_AGENTS does.
 func (s *KV) PutTTL(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {
-	ttl = max(time.Second, (ttl+time.Second-1).Truncate(time.Second))
+	ttl = max(time.Second, (ttl + time.Second - 1).Truncate(time.Second))
 	m := nats.NewMsg("$KV." + s.bucket + "." + key)
 	m.Data = value
 	ack, err := s.js.PublishMsg(ctx, m, jetstream.WithMsgTTL(ttl))
