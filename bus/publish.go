@@ -56,3 +56,45 @@ func toMsg(subject string, env events.Envelope) (*nats.Msg, error) {
 	}
 	return &nats.Msg{Subject: subject, Header: nats.Header(enc.Header), Data: enc.Data}, nil
 }
+
+// Pending is one message of a PublishBatch.
+type Pending struct {
+	Subject string
+	Env     events.Envelope
+	MsgID   string
+}
+
+// PublishBatch publishes msgs in order without waiting for each ack before
+// sending the next, then waits for every ack: one round trip for the batch
+// instead of one per message. JetStream stores them in the order sent. If
+// any fails, the error is returned and the caller retries the whole batch;
+// the dedup keys store every message once, though a retried message may
+// then land after ones that had succeeded.
+func (b *Bus) PublishBatch(ctx context.Context, msgs []Pending) error {
+	if len(msgs) == 1 {
+		_, err := b.Publish(ctx, msgs[0].Subject, msgs[0].Env, msgs[0].MsgID)
+		return err
+	}
+	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
+	for _, p := range msgs {
+		m, err := toMsg(p.Subject, p.Env)
+		if err != nil {
+			return err
+		}
+		f, err := b.js.PublishMsgAsync(m, jetstream.WithMsgID(p.MsgID))
+		if err != nil {
+			return fmt.Errorf("bus: publish %s to %s: %w", p.Env.Type, p.Subject, err)
+		}
+		futures = append(futures, f)
+	}
+	for i, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return fmt.Errorf("bus: publish %s to %s: %w", msgs[i].Env.Type, msgs[i].Subject, err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}

@@ -138,14 +138,12 @@ func (o *Orchestrator) clear(ctx context.Context, key string, cp *Checkpoint, re
 }
 
 func (o *Orchestrator) publish(ctx context.Context, cp *Checkpoint) error {
-	for _, m := range cp.Outbox {
-		env := events.Envelope{
+	batch := make([]bus.Pending, len(cp.Outbox))
+	for i, m := range cp.Outbox {
+		batch[i] = bus.Pending{Subject: m.Subject, MsgID: m.MsgID, Env: events.Envelope{
 			ID: m.MsgID, Source: events.SourceOrchestrator, Type: m.Type, Time: m.Time,
 			TenantID: cp.TenantID, WorkflowID: cp.WorkflowID, StepID: m.StepID, Data: m.Data,
-		}
-		if _, err := o.bus.Publish(ctx, m.Subject, env, m.MsgID); err != nil {
-			return err
-		}
+		}}
 	}
-	return nil
+	return o.bus.PublishBatch(ctx, batch)
 }
