@@ -58,14 +58,14 @@ func (o *Orchestrator) plan(ctx context.Context, cp *Checkpoint, sub events.Work
 	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateSubmitted, Message: "workflow accepted"}); err != nil {
 		return err
 	}
+	why := ""
 	if sub.Plan != nil {
 		cp.Plan = *sub.Plan
 	} else {
-		capability, why := o.route(ctx, sub.Query)
+		var capability string
+		capability, why = o.route(ctx, sub.Query)
 		cp.Plan = PlanQuery(sub.Query, capability)
-		if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateSubmitted, Message: why}); err != nil {
-			return err
-		}
+		why = "; " + why
 	}
 	stages, err := Stages(cp.Plan)
 	if err == nil {
@@ -83,7 +83,7 @@ func (o *Orchestrator) plan(ctx context.Context, cp *Checkpoint, sub events.Work
 		cp.Tasks[s.ID] = &Task{Capability: s.Capability, Status: events.StateSubmitted}
 	}
 	cp.Status = events.StateWorking
-	msg := fmt.Sprintf("planned %d steps in %d stages", len(cp.Plan.Steps), len(stages))
+	msg := fmt.Sprintf("planned %d steps in %d stages%s", len(cp.Plan.Steps), len(stages), why)
 	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateWorking, Message: msg}); err != nil {
 		return err
 	}
