@@ -108,6 +108,12 @@ func (c ConsumeConfig) Validate() error {
 // updated idempotently, shared by every process that names the same
 // Durable) until ctx ends; then it stops fetching, lets in-flight handlers
 // finish within ShutdownGrace, and returns nil.
+//
+// Each of the Concurrency loops pulls one message only when it is free to
+// run it. Nothing is prefetched: a message waiting in a busy process's
+// buffer would sit out its AckWait and be redelivered to another process
+// while still queued here (run twice), and would idle behind a long step
+// while other workers have room.
 func (b *Bus) Consume(ctx context.Context, cfg ConsumeConfig, h Handler) error {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -121,46 +127,40 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumeConfig, h Handler) error {
 	// shutdown lets them finish their acks instead of abandoning them.
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
-	sem := make(chan struct{}, cfg.Concurrency)
+	var mu sync.Mutex // guards cons across re-creation
 	var wg sync.WaitGroup
-	// stopped guards wg: once Consume stops, no callback may start a
-	// handler (or wg.Add after Wait); late messages are naked for prompt
-	// redelivery instead.
-	var mu sync.Mutex
-	stopped := false
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		mu.Lock()
-		if stopped {
-			mu.Unlock()
-			_ = m.Nak()
-			return
-		}
+	for range cfg.Concurrency {
 		wg.Add(1)
-		mu.Unlock()
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			_ = m.Nak()
-			wg.Done()
-			return
-		}
 		go func() {
-			defer func() { <-sem; wg.Done() }()
-			b.handle(hctx, cfg, h, m)
+			defer wg.Done()
+			for ctx.Err() == nil {
+				mu.Lock()
+				c := cons
+				mu.Unlock()
+				m, err := c.Next(jetstream.FetchContext(ctx))
+				if err != nil {
+					if ctx.Err() != nil || errors.Is(err, nats.ErrTimeout) {
+						continue
+					}
+					b.log.Debug("fetch", "consumer", cfg.Durable, "err", err)
+					if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+						if nc, err := b.ensureConsumer(ctx, cfg); err == nil {
+							mu.Lock()
+							cons = nc
+							mu.Unlock()
+						}
+					}
+					select {
+					case <-ctx.Done():
+					case <-time.After(250 * time.Millisecond):
+					}
+					continue
+				}
+				b.handle(hctx, cfg, h, m)
+			}
 		}()
-	}, jetstream.PullMaxMessages(cfg.Concurrency), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if !errors.Is(err, jetstream.ErrNoHeartbeat) {
-			b.log.Debug("consume", "consumer", cfg.Durable, "err", err)
-		}
-	}))
-	if err != nil {
-		return fmt.Errorf("bus: consume %s: %w", cfg.Durable, err)
 	}
 	<-ctx.Done()
-	cc.Stop()
-	mu.Lock()
-	stopped = true
-	mu.Unlock()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {

@@ -89,17 +89,17 @@ func publishEvent(t testing.TB, b *bus.Bus, workflow string, n int) uint64 {
 	return p.Sequence
 }
 
-// publishStep publishes step request n of workflow wf for capability to the
-// steps stream and returns its msgID.
+// publishStep publishes step request n for capability (of workflow
+// "wf-<capability>") to the steps stream and returns its msgID.
 func publishStep(t testing.TB, b *bus.Bus, capability string, n int) string {
 	t.Helper()
 	subj, err := subjects.Step(tenant, capability)
 	if err != nil {
 		t.Fatalf("subjects.Step: %v", err)
 	}
-	step := fmt.Sprintf("s%d", n)
-	id := events.StepKey(tenant, "wf", step, 1)
-	env, err := events.New(events.TypeStepRequested, id, events.SourceOrchestrator, tenant, "wf", step,
+	wf, step := "wf-"+capability, fmt.Sprintf("s%d", n)
+	id := events.StepKey(tenant, wf, step, 1)
+	env, err := events.New(events.TypeStepRequested, id, events.SourceOrchestrator, tenant, wf, step,
 		events.StepRequested{StepID: step, Capability: capability, Attempt: 1})
 	if err != nil {
 		t.Fatalf("events.New: %v", err)

@@ -116,6 +116,36 @@ func TestKVHistoryOldestFirst(t *testing.T) {
 	}
 }
 
+func TestKVDeletedKeyIsNotFound(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	kv, err := env.Bus.KV(testCtx(t), subjects.BucketCheckpoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := subjects.CheckpointKey(tenant, "w1")
+	if _, err := kv.Put(testCtx(t), key, []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := env.Bus.JetStream().KeyValue(testCtx(t), subjects.BucketCheckpoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Delete(testCtx(t), key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(testCtx(t), key); !errors.Is(err, bus.ErrNotFound) {
+		t.Errorf("Get of a deleted key: err = %v, want ErrNotFound", err)
+	}
+	hs, err := kv.History(testCtx(t), key)
+	if err != nil || len(hs) != 1 || string(hs[0].Value) != "v1" {
+		t.Errorf("History of a deleted key = %+v, %v; want only the put v1", hs, err)
+	}
+	if _, err := kv.Create(testCtx(t), key, []byte("v2")); err != nil {
+		t.Errorf("Create over a deleted key: %v, want it allowed", err)
+	}
+}
+
 func TestKVMissingBucket(t *testing.T) {
 	t.Parallel()
 	env := bustest.NewWithOptions(t, bustest.Options{NoProvision: true})

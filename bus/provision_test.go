@@ -2,7 +2,10 @@ package bus_test
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"testing"
@@ -80,6 +83,50 @@ func TestProvisionSurvivesRestart(t *testing.T) {
 	}
 	if err := again.Bus.Provision(testCtx(t), bus.StreamsConfig{}); err != nil {
 		t.Errorf("provision after restart: %v", err)
+	}
+}
+
+func TestProvisionConcurrently(t *testing.T) {
+	t.Parallel()
+	env := bustest.NewWithOptions(t, bustest.Options{NoProvision: true})
+	errs := make(chan error, 4)
+	for range cap(errs) {
+		b := bustest.Connect(t, env)
+		go func() { errs <- b.Provision(testCtx(t), bus.StreamsConfig{}) }()
+	}
+	for range cap(errs) {
+		if err := recv(t, errs, "provision result"); err != nil {
+			t.Errorf("concurrent Provision: %v", err)
+			f, _ := os.Create(fmt.Sprintf("/tmp/goroutines.%d.txt", time.Now().UnixNano()))
+			pprof.Lookup("goroutine").WriteTo(f, 2)
+			f.Close()
+		}
+	}
+	epoch, err := env.Bus.Epoch(testCtx(t))
+	if err != nil || epoch == "" {
+		t.Fatalf("Epoch() = %q, %v after concurrent provisioning", epoch, err)
+	}
+	if err := env.Bus.Provision(testCtx(t), bus.StreamsConfig{}); err != nil {
+		t.Errorf("Provision after the race: %v", err)
+	}
+}
+
+func TestEpochChangesWhenStreamRecreated(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	before, err := env.Bus.Epoch(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Bus.JetStream().DeleteStream(testCtx(t), subjects.StreamEvents); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Bus.Provision(testCtx(t), bus.StreamsConfig{}); err != nil {
+		t.Fatalf("Provision after deleting %s: %v", subjects.StreamEvents, err)
+	}
+	after, err := env.Bus.Epoch(testCtx(t))
+	if err != nil || after == "" || after == before {
+		t.Fatalf("epoch %q after recreating the stream (%v), want a new one (was %q)", after, err, before)
 	}
 }
 

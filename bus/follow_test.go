@@ -1,0 +1,212 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/bus/bustest"
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// twoWorkflows publishes 10 events for w1 and 3 for w2, interleaved, and
+// returns each workflow's offsets in publish order.
+func twoWorkflows(t *testing.T, b *bus.Bus) (w1, w2 []uint64) {
+	t.Helper()
+	for n := 1; n <= 10; n++ {
+		w1 = append(w1, publishEvent(t, b, "w1", n))
+		if n%3 == 0 {
+			w2 = append(w2, publishEvent(t, b, "w2", n/3))
+		}
+	}
+	return w1, w2
+}
+
+// collect runs Follow until it has seen want records, then stops it with ErrStop.
+func collect(t *testing.T, b *bus.Bus, workflow string, after uint64, want int) []bus.Record {
+	t.Helper()
+	var got []bus.Record
+	err := b.Follow(testCtx(t), tenant, workflow, after, func(_ context.Context, r bus.Record) error {
+		got = append(got, r)
+		if len(got) == want {
+			return bus.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Follow(%s, after=%d) = %v, want nil after ErrStop", workflow, after, err)
+	}
+	return got
+}
+
+// checkRecords checks that recs are workflow w1's events first..last, in
+// order, at the given offsets.
+func checkRecords(t *testing.T, recs []bus.Record, offsets []uint64, first int) {
+	t.Helper()
+	if len(recs) != len(offsets) {
+		t.Fatalf("got %d records, want %d", len(recs), len(offsets))
+	}
+	for i, r := range recs {
+		n := first + i
+		var st events.Status
+		if err := r.Envelope.Unmarshal(&st); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		if r.Envelope.WorkflowID != "w1" || st.Message != strconv.Itoa(n) || r.Envelope.ID != events.EventKey(tenant, "w1", n) {
+			t.Errorf("record %d = %s %q (workflow %s), want w1's event %d", i, r.Envelope.ID, st.Message, r.Envelope.WorkflowID, n)
+		}
+		if r.Offset != offsets[i] {
+			t.Errorf("record %d offset = %d, want %d", i, r.Offset, offsets[i])
+		}
+		if i > 0 && r.Offset <= recs[i-1].Offset {
+			t.Errorf("offsets not strictly increasing: %d after %d", r.Offset, recs[i-1].Offset)
+		}
+	}
+	if last := recs[len(recs)-1]; last.Pending != 0 {
+		t.Errorf("last record Pending = %d, want 0 (caught up)", last.Pending)
+	}
+}
+
+func TestFollowReplaysOneWorkflowInOrder(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	offsets, w2 := twoWorkflows(t, env.Bus)
+
+	recs := collect(t, env.Bus, "w1", 0, 10)
+	checkRecords(t, recs, offsets, 1)
+	if recs[0].Pending != 9 {
+		t.Errorf("first record Pending = %d, want 9", recs[0].Pending)
+	}
+
+	last, err := env.Bus.LastOffset(testCtx(t), tenant, "w1")
+	if err != nil || last != recs[len(recs)-1].Offset {
+		t.Errorf("LastOffset(w1) = %d, %v; want %d", last, err, recs[len(recs)-1].Offset)
+	}
+	last2, err := env.Bus.LastOffset(testCtx(t), tenant, "w2")
+	if err != nil || last2 != w2[len(w2)-1] {
+		t.Errorf("LastOffset(w2) = %d, %v; want %d", last2, err, w2[len(w2)-1])
+	}
+	none, err := env.Bus.LastOffset(testCtx(t), tenant, "unknown")
+	if err != nil || none != 0 {
+		t.Errorf("LastOffset(unknown) = %d, %v; want 0, nil", none, err)
+	}
+}
+
+func TestFollowStrictlyAfterOffset(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	offsets, _ := twoWorkflows(t, env.Bus)
+	tests := []struct {
+		name  string
+		after uint64
+		first int // the first w1 event expected
+	}{
+		{"after the 4th", offsets[3], 5},
+		{"after a w2 event between the 6th and 7th", offsets[5] + 1, 7},
+		{"after the 9th", offsets[8], 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := offsets[tt.first-1:]
+			checkRecords(t, collect(t, env.Bus, "w1", tt.after, len(want)), want, tt.first)
+		})
+	}
+}
+
+func TestFollowKeepsFollowing(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	offsets, _ := twoWorkflows(t, env.Bus)
+
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	recs := make(chan bus.Record)
+	done := make(chan error, 1)
+	go func() {
+		done <- env.Bus.Follow(ctx, tenant, "w1", offsets[7], func(ctx context.Context, r bus.Record) error {
+			select {
+			case recs <- r:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	for i := 9; i <= 10; i++ {
+		if r := recv(t, recs, fmt.Sprintf("replayed event %d", i)); r.Offset != offsets[i-1] {
+			t.Fatalf("replayed offset %d, want %d", r.Offset, offsets[i-1])
+		}
+	}
+	// Caught up: these are published while Follow waits.
+	for n := 11; n <= 13; n++ {
+		publishEvent(t, env.Bus, "w2", n) // not followed
+		off := publishEvent(t, env.Bus, "w1", n)
+		r := recv(t, recs, fmt.Sprintf("live event %d", n))
+		if r.Offset != off || r.Envelope.ID != events.EventKey(tenant, "w1", n) {
+			t.Fatalf("live record = %s at %d, want w1's event %d at %d", r.Envelope.ID, r.Offset, n, off)
+		}
+	}
+
+	cancel()
+	err := recv(t, done, "Follow's return after cancel")
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("Follow after cancel = %v, want nil or context.Canceled", err)
+	}
+}
+
+func TestFollowReturnsHandlerError(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	publishEvent(t, env.Bus, "w1", 1)
+	boom := errors.New("boom")
+	err := env.Bus.Follow(testCtx(t), tenant, "w1", 0, func(context.Context, bus.Record) error { return boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("Follow = %v, want the handler's error", err)
+	}
+}
+
+func TestFollowSkipsMalformed(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	subj, err := subjects.Events(tenant, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Bus.JetStream().Publish(testCtx(t), subj, []byte("not an event")); err != nil {
+		t.Fatalf("raw publish: %v", err)
+	}
+	off := publishEvent(t, env.Bus, "w1", 1)
+	recs := collect(t, env.Bus, "w1", 0, 1)
+	if recs[0].Offset != off {
+		t.Fatalf("first record at %d, want the valid event at %d (the malformed one skipped)", recs[0].Offset, off)
+	}
+}
+
+func TestFollowInvalidIDs(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	fn := func(context.Context, bus.Record) error {
+		t.Error("FollowFunc called for an invalid subject")
+		return bus.ErrStop
+	}
+	tests := []struct{ tenant, workflow string }{
+		{"Bad.Tenant", "w1"},
+		{"acme", "w1.>"},
+		{"", "w1"},
+		{"acme", "*"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tenant+"/"+tt.workflow, func(t *testing.T) {
+			if err := env.Bus.Follow(testCtx(t), tt.tenant, tt.workflow, 0, fn); !errors.Is(err, subjects.ErrInvalidToken) {
+				t.Errorf("Follow = %v, want ErrInvalidToken", err)
+			}
+			if _, err := env.Bus.LastOffset(testCtx(t), tt.tenant, tt.workflow); !errors.Is(err, subjects.ErrInvalidToken) {
+				t.Errorf("LastOffset = %v, want ErrInvalidToken", err)
+			}
+		})
+	}
+}
