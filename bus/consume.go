@@ -121,6 +121,9 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumeConfig, h Handler) error {
 	}
 	cons, err := b.ensureConsumer(ctx, cfg)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started
+		}
 		return err
 	}
 	// Handlers get a context that outlives ctx by ShutdownGrace, so that a

@@ -2,6 +2,7 @@ package orchestrator_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -119,5 +120,32 @@ func TestBadPlansFailWithTheCulprit(t *testing.T) {
 	submit(t, s.env.Bus, "default", "after", events.WorkflowSubmitted{Query: "still alive"})
 	if end := last(t, collect(t, s.env.Bus, "default", "after")); end.Type != events.TypeComplete {
 		t.Fatalf("after bad plans: %s", end.Type)
+	}
+}
+
+// TestWideFanOutCompletes: 40 parallel steps whose replies arrive together
+// contend for one checkpoint; every reply is recorded and the sink sees all.
+func TestWideFanOutCompletes(t *testing.T) {
+	s := startStack(t)
+	var steps []events.PlanStep
+	var all []string
+	for i := range 40 {
+		id := fmt.Sprintf("p%02d", i)
+		steps = append(steps, step(id, "echo"))
+		all = append(all, id)
+	}
+	steps = append(steps, step("sink", "echo", all...))
+	submit(t, s.env.Bus, "default", "wide", events.WorkflowSubmitted{Plan: plan(steps...)})
+	end := last(t, collect(t, s.env.Bus, "default", "wide"))
+	if end.Type != events.TypeComplete {
+		t.Fatalf("wide plan ended %s: %s", end.Type, end.Data)
+	}
+	var c events.Complete
+	if err := json.Unmarshal(end.Data, &c); err != nil {
+		t.Fatal(err)
+	}
+	var sink echo.Output
+	if err := json.Unmarshal(c.Result, &sink); err != nil || len(sink.DependencyOutputs) != 40 {
+		t.Fatalf("sink saw %d dependency outputs (%v)", len(sink.DependencyOutputs), err)
 	}
 }

@@ -69,6 +69,10 @@ func (c Config) Validate() error {
 // Orchestrator runs workflows. Several may run against one NATS: they share
 // durable consumers and coordinate through checkpoint revisions.
 type Orchestrator struct {
+	// stripes serialise transitions of one workflow within this process,
+	// so that its replies arriving together do not fight over the
+	// checkpoint revision; across processes the revision check decides.
+	stripes     [64]sync.Mutex
 	cfg         Config
 	bus         *bus.Bus
 	log         *slog.Logger
@@ -116,13 +120,14 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		errs[0] = o.bus.Consume(ctx, bus.ConsumeConfig{
 			Stream: subjects.StreamWorkflows, Durable: subjects.ConsumerSubmissions, Filter: subjects.AllSubmissions,
 			AckWait: o.cfg.AckWait, Concurrency: o.cfg.Concurrency, OnMalformed: o.malformedSubmission,
+			MaxDeliver: -1, // a submission or reply is never dropped: a workflow must not hang
 		}, o.handleSubmission)
 	}()
 	go func() {
 		defer wg.Done()
 		errs[1] = o.bus.Consume(ctx, bus.ConsumeConfig{
 			Stream: subjects.StreamReplies, Durable: subjects.ConsumerReplies, Filter: subjects.AllReplies,
-			AckWait: o.cfg.AckWait, Concurrency: o.cfg.Concurrency,
+			AckWait: o.cfg.AckWait, Concurrency: o.cfg.Concurrency, MaxDeliver: -1,
 		}, o.handleReply)
 	}()
 	wg.Wait()

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"time"
 
 	"github.com/agentbus/agentbus/bus"
@@ -70,7 +72,17 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, workflow string, 
 	if err != nil {
 		return err
 	}
-	for range maxConflicts {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	stripe := &o.stripes[h.Sum32()%uint32(len(o.stripes))]
+	stripe.Lock()
+	defer stripe.Unlock()
+	for attempt := range maxConflicts {
+		if attempt > 0 {
+			// Another orchestrator process won the revision: back off a
+			// little, with jitter, before reading it again.
+			time.Sleep(time.Duration(rand.Int64N(int64(attempt)*int64(time.Millisecond))) + 100*time.Microsecond)
+		}
 		cp, rev, err := o.load(ctx, tenant, workflow)
 		if err != nil {
 			return err
