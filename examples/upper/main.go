@@ -26,7 +26,7 @@ func (Upper) Handle(ctx context.Context, req agents.Request, emit agents.Emitter
 		return nil, fmt.Errorf("%w: input must be a string", agents.ErrPermanent) // no retry
 	}
 	_ = emit.Progress(ctx, 50, "upper-casing") // a progress event on the workflow's stream
-	return json.Marshal(strings.ToUpper(text))  // req.DependencyOutputs holds upstream outputs
+	return json.Marshal(strings.ToUpper(text)) // req.DependencyOutputs holds upstream outputs
 }
 
 func main() {
