@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -212,7 +211,7 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumeConfig, h Handler, m jetstr
 	if md, err := m.Metadata(); err == nil {
 		d.Sequence, d.Delivered = md.Sequence.Stream, md.NumDelivered
 	}
-	err = safeCall(ctx, h, d)
+	err = b.safeCall(ctx, h, d)
 	switch {
 	case err == nil:
 		if err := m.Ack(); err != nil {
@@ -232,11 +231,11 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumeConfig, h Handler, m jetstr
 
 // safeCall runs h and turns a panic into an error, so one bad message cannot
 // take the process down.
-func safeCall(ctx context.Context, h Handler, d *Delivery) (err error) {
+func (b *Bus) safeCall(ctx context.Context, h Handler, d *Delivery) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("bus: handler panic: %v", r)
-			slog.Error("handler panic", "subject", d.Subject, "panic", r)
+			b.log.Error("handler panic", "subject", d.Subject, "panic", r)
 		}
 	}()
 	return h(ctx, d)

@@ -155,13 +155,10 @@ func TestConsumeSharedDurable(t *testing.T) {
 			return nil
 		}
 	}
-	// Create the durable before both loops start. Two loops creating it at
-	// once race inside nats-server (the consumer is visible before its pull
-	// subscription exists): a pull may get 503 no responders, and nats.go then
-	// idles that loop until two heartbeats are missed (~30s).
-	if err := env.Bus.EnsureConsumer(testCtx(t), cfg); err != nil {
-		t.Fatal(err)
-	}
+	// Both loops create the durable at once, as two workers starting together
+	// do. nats-server makes a new consumer visible to the second create before
+	// its pull subscription exists, so a loop's first pull may get 503 no
+	// responders; Consume must retry it rather than idle.
 	runConsume(t, env.Bus, cfg, handler(0))
 	runConsume(t, bustest.Connect(t, env), cfg, handler(1))
 	want := map[string]bool{}

@@ -210,3 +210,30 @@ func TestFollowInvalidIDs(t *testing.T) {
 		})
 	}
 }
+
+func TestLastRecord(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	if r, err := env.Bus.LastRecord(testCtx(t), tenant, "w1"); err != nil || r.Offset != 0 || r.Envelope.ID != "" {
+		t.Fatalf("LastRecord of a workflow without events = %+v, %v; want a zero Record", r, err)
+	}
+	publishEvent(t, env.Bus, "w1", 1)
+	off := publishEvent(t, env.Bus, "w1", 2)
+	publishEvent(t, env.Bus, "w2", 1)
+	r, err := env.Bus.LastRecord(testCtx(t), tenant, "w1")
+	if err != nil || r.Offset != off || r.Envelope.ID != events.EventKey(tenant, "w1", 2) || r.Envelope.Type != events.TypeStatus {
+		t.Fatalf("LastRecord(w1) = %d %s, %v; want w1's event 2 at %d", r.Offset, r.Envelope.ID, err, off)
+	}
+	if _, err := env.Bus.LastRecord(testCtx(t), "Bad.Tenant", "w1"); !errors.Is(err, subjects.ErrInvalidToken) {
+		t.Errorf("LastRecord with an invalid tenant = %v, want ErrInvalidToken", err)
+	}
+	// A malformed newest message still gives its offset, with no envelope.
+	subj, _ := subjects.Events(tenant, "w1")
+	ack, err := env.Bus.JetStream().Publish(testCtx(t), subj, []byte("garbage"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := env.Bus.LastRecord(testCtx(t), tenant, "w1"); err != nil || r.Offset != ack.Sequence || r.Envelope.ID != "" {
+		t.Errorf("LastRecord over a malformed event = %d %q, %v; want offset %d and no envelope", r.Offset, r.Envelope.ID, err, ack.Sequence)
+	}
+}

@@ -1,10 +1,12 @@
 package bus_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
@@ -127,12 +129,8 @@ func TestKVDeletedKeyIsNotFound(t *testing.T) {
 	if _, err := kv.Put(testCtx(t), key, []byte("v1")); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := env.Bus.JetStream().KeyValue(testCtx(t), subjects.BucketCheckpoints)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := raw.Delete(testCtx(t), key); err != nil {
-		t.Fatal(err)
+	if err := kv.Delete(testCtx(t), key); err != nil {
+		t.Fatalf("Delete: %v", err)
 	}
 	if _, err := kv.Get(testCtx(t), key); !errors.Is(err, bus.ErrNotFound) {
 		t.Errorf("Get of a deleted key: err = %v, want ErrNotFound", err)
@@ -151,5 +149,92 @@ func TestKVMissingBucket(t *testing.T) {
 	env := bustest.NewWithOptions(t, bustest.Options{NoProvision: true})
 	if _, err := env.Bus.KV(testCtx(t), subjects.BucketCheckpoints); err == nil {
 		t.Fatalf("KV(%s) on an unprovisioned server succeeded", subjects.BucketCheckpoints)
+	}
+}
+
+func TestKVList(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	kv, err := env.Bus.KV(testCtx(t), subjects.BucketControl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := kv.List(testCtx(t)); err != nil || len(got) != 0 {
+		t.Fatalf("List of an empty bucket = %+v, %v; want nothing", got, err)
+	}
+	for _, wf := range []string{"w3", "w1", "w2"} {
+		key, _ := subjects.CheckpointKey(tenant, wf)
+		if _, err := kv.Put(testCtx(t), key, []byte(wf)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone, _ := subjects.CheckpointKey(tenant, "w2")
+	if err := kv.Delete(testCtx(t), gone); err != nil {
+		t.Fatal(err)
+	}
+	got, err := kv.List(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, e := range got {
+		keys = append(keys, e.Key+"="+string(e.Value))
+	}
+	if want := []string{"acme.w1=w1", "acme.w3=w3"}; !slices.Equal(keys, want) {
+		t.Errorf("List = %q, want %q (key order, deleted keys left out)", keys, want)
+	}
+}
+
+func TestKVWait(t *testing.T) {
+	t.Parallel()
+	kv, key := openCheckpoints(t)
+	got := make(chan bus.Entry, 1)
+	errs := make(chan error, 1)
+	go func() {
+		e, err := kv.Wait(testCtx(t), key)
+		got <- e
+		errs <- err
+	}()
+	rev, err := kv.Create(testCtx(t), key, []byte("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := recv(t, got, "Wait's entry")
+	if err := <-errs; err != nil || string(e.Value) != "v1" || e.Revision != rev || e.Key != key {
+		t.Fatalf("Wait = %+v, %v; want v1 at revision %d", e, err, rev)
+	}
+	// An existing key is returned at once.
+	if e, err := kv.Wait(testCtx(t), key); err != nil || string(e.Value) != "v1" {
+		t.Fatalf("Wait on an existing key = %+v, %v", e, err)
+	}
+	// A key that never comes ends with the context.
+	ctx, cancel := context.WithTimeout(testCtx(t), 50*time.Millisecond)
+	defer cancel()
+	if _, err := kv.Wait(ctx, "acme.never"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait for a key that never comes = %v, want context.DeadlineExceeded", err)
+	}
+}
+
+func TestKVPutTTLExpires(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	kv, err := env.Bus.KV(testCtx(t), subjects.BucketAgents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	rev, err := kv.PutTTL(testCtx(t), "echo.w1", []byte("alive"), 10*time.Millisecond) // rounded up to 1s
+	if err != nil || rev == 0 {
+		t.Fatalf("PutTTL = %d, %v", rev, err)
+	}
+	if e, err := kv.Get(testCtx(t), "echo.w1"); err != nil || string(e.Value) != "alive" || e.Revision != rev {
+		t.Fatalf("Get right after PutTTL = %+v, %v; want alive at revision %d", e, err, rev)
+	}
+	eventually(t, func() (bool, string) {
+		_, err := kv.Get(testCtx(t), "echo.w1")
+		return errors.Is(err, bus.ErrNotFound), fmt.Sprintf("Get = %v, want ErrNotFound once the TTL passed", err)
+	})
+	if d := time.Since(begin); d < 800*time.Millisecond {
+		t.Errorf("key expired after %s, want about 1s (TTL rounded up to whole seconds)", d)
 	}
 }

@@ -2,10 +2,7 @@ package bus_test
 
 import (
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"testing"
@@ -97,9 +94,6 @@ func TestProvisionConcurrently(t *testing.T) {
 	for range cap(errs) {
 		if err := recv(t, errs, "provision result"); err != nil {
 			t.Errorf("concurrent Provision: %v", err)
-			f, _ := os.Create(fmt.Sprintf("/tmp/goroutines.%d.txt", time.Now().UnixNano()))
-			pprof.Lookup("goroutine").WriteTo(f, 2)
-			f.Close()
 		}
 	}
 	epoch, err := env.Bus.Epoch(testCtx(t))

@@ -1,9 +1,11 @@
 package bus_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
@@ -82,5 +84,57 @@ func TestPublishToSubjectWithoutStreamFails(t *testing.T) {
 	_, err = env.Bus.Publish(testCtx(t), subj, ev, ev.ID)
 	if err == nil || !strings.HasPrefix(err.Error(), "bus: publish ") || !strings.Contains(err.Error(), subj) {
 		t.Fatalf("Publish to %s = %v, want a \"bus: publish\" error naming the subject", subj, err)
+	}
+}
+
+func TestPublishBatch(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	subj, err := subjects.Events(tenant, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch []bus.Pending
+	for n := 1; n <= 5; n++ {
+		ev := statusEvent(t, "w1", n)
+		batch = append(batch, bus.Pending{Subject: subj, Env: ev, MsgID: ev.ID})
+	}
+	for round := range 2 { // the retry of a whole batch stores nothing new
+		if err := env.Bus.PublishBatch(testCtx(t), batch); err != nil {
+			t.Fatalf("PublishBatch round %d: %v", round+1, err)
+		}
+		if n := streamMsgs(t, env, subjects.StreamEvents); n != 5 {
+			t.Fatalf("after round %d %s holds %d messages, want 5", round+1, subjects.StreamEvents, n)
+		}
+	}
+	var ids []string
+	err = env.Bus.Follow(testCtx(t), tenant, "w1", 0, func(_ context.Context, r bus.Record) error {
+		ids = append(ids, r.Envelope.ID)
+		if len(ids) == len(batch) {
+			return bus.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		if id != batch[i].MsgID {
+			t.Errorf("stored order %q, want the batch's order", ids)
+			break
+		}
+	}
+
+	one := statusEvent(t, "w1", 6)
+	if err := env.Bus.PublishBatch(testCtx(t), []bus.Pending{{Subject: subj, Env: one, MsgID: one.ID}}); err != nil {
+		t.Fatalf("PublishBatch of one: %v", err)
+	}
+	bad := statusEvent(t, "w1", 7)
+	bad.TenantID = "Not.A.Token"
+	if err := env.Bus.PublishBatch(testCtx(t), []bus.Pending{{Subject: subj, Env: one, MsgID: one.ID}, {Subject: subj, Env: bad, MsgID: bad.ID}}); err == nil {
+		t.Error("PublishBatch with an invalid envelope succeeded")
+	}
+	if err := env.Bus.PublishBatch(testCtx(t), nil); err != nil {
+		t.Errorf("PublishBatch of nothing = %v, want nil", err)
 	}
 }
