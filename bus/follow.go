@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -36,7 +37,10 @@ func (b *Bus) Follow(ctx context.Context, tenant, workflow string, after uint64,
 	if err != nil {
 		return err
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	// A follower that dies without cleaning up leaves its consumer behind
+	// for InactiveThreshold only.
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}, DeliverPolicy: jetstream.DeliverAllPolicy,
+		InactiveThreshold: time.Minute}
 	if after > 0 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = after + 1
@@ -51,7 +55,16 @@ func (b *Bus) Follow(ctx context.Context, tenant, workflow string, after uint64,
 	}
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
-	defer it.Stop()
+	defer func() {
+		// Stopping an ordered consumer leaves it on the server until its
+		// inactivity threshold; delete it now so followers never pile up.
+		it.Stop()
+		if info := cons.CachedInfo(); info != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = b.js.DeleteConsumer(dctx, subjects.StreamEvents, info.Name)
+		}
+	}()
 	for {
 		m, err := it.Next()
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
@@ -236,4 +237,30 @@ func TestLastRecord(t *testing.T) {
 	if r, err := env.Bus.LastRecord(testCtx(t), tenant, "w1"); err != nil || r.Offset != ack.Sequence || r.Envelope.ID != "" {
 		t.Errorf("LastRecord over a malformed event = %d %q, %v; want offset %d and no envelope", r.Offset, r.Envelope.ID, err, ack.Sequence)
 	}
+}
+
+// TestFollowLeavesNoConsumerBehind: many short follows in a row must not
+// accumulate consumers (the server caps them per stream).
+func TestFollowLeavesNoConsumerBehind(t *testing.T) {
+	env := bustest.New(t)
+	ctx := testCtx(t)
+	publishEvent(t, env.Bus, "wf-one", 0)
+	for range 20 {
+		// Ended by the callback, and ended by the context.
+		_ = env.Bus.Follow(ctx, tenant, "wf-one", 0, func(context.Context, bus.Record) error { return bus.ErrStop })
+		fctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		_ = env.Bus.Follow(fctx, tenant, "wf-one", 0, func(context.Context, bus.Record) error { return nil })
+		cancel()
+	}
+	s, err := env.Bus.JetStream().Stream(ctx, subjects.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() (bool, string) {
+		info, err := s.Info(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return info.State.Consumers == 0, fmt.Sprintf("%d consumers left on %s", info.State.Consumers, subjects.StreamEvents)
+	})
 }

@@ -14,6 +14,10 @@ import (
 	"github.com/agentbus/agentbus/subjects"
 )
 
+// MaxFollowers caps concurrent followers (ordered consumers) of the
+// events stream.
+const MaxFollowers = 100_000
+
 // EpochKey is the stream metadata key that holds the events stream's epoch.
 const EpochKey = "agentbus_epoch"
 
@@ -103,6 +107,10 @@ func (c StreamsConfig) streams() []jetstream.StreamConfig {
 			Subjects: []string{subjects.AllEvents}, Retention: jetstream.LimitsPolicy,
 			Storage: jetstream.FileStorage, MaxAge: c.EventsMaxAge, Duplicates: c.Duplicates,
 			Replicas: c.Replicas, Metadata: map[string]string{EpochKey: uuid.NewString()},
+			// Every follower (SSE, WebSocket, CLI) has its own ordered
+			// consumer; the server's default cap of 1,000 per stream would
+			// refuse the 1,001st watcher.
+			MaxConsumers: MaxFollowers,
 		},
 		{
 			Name: subjects.StreamDeadLetter, Description: "agentbus steps that exhausted their deliveries",
