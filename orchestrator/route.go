@@ -5,8 +5,16 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/llm"
 )
+
+// planQuery plans a bare query and says how it was planned. Today: one
+// step on the capability route picks.
+func (o *Orchestrator) planQuery(ctx context.Context, query string) (events.Plan, string) {
+	capability, why := o.route(ctx, query)
+	return PlanQuery(query, capability), why
+}
 
 // route picks the capability for a bare query and says why: a registered
 // capability the query names, else the best agent by semantic discovery

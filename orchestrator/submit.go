@@ -62,9 +62,7 @@ func (o *Orchestrator) plan(ctx context.Context, cp *Checkpoint, sub events.Work
 	if sub.Plan != nil {
 		cp.Plan = *sub.Plan
 	} else {
-		var capability string
-		capability, why = o.route(ctx, sub.Query)
-		cp.Plan = PlanQuery(sub.Query, capability)
+		cp.Plan, why = o.planQuery(ctx, sub.Query)
 		why = "; " + why
 	}
 	stages, err := Stages(cp.Plan)
