@@ -40,6 +40,7 @@ type Worker struct {
 	agents   []*running
 	host     string
 	started  time.Time
+	cancels  *cancels
 }
 
 // running is one agent in this worker.
@@ -60,7 +61,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	w := &Worker{cfg: cfg, log: cfg.Logger.With("component", "worker", "worker", cfg.Name), host: host}
+	w := &Worker{cfg: cfg, log: cfg.Logger.With("component", "worker", "worker", cfg.Name), host: host, cancels: newCancels()}
 	for _, a := range cfg.Agents {
 		card := a.Card()
 		w.agents = append(w.agents, &running{agent: a, card: card, instance: cfg.Name + "-" + card.Name})
@@ -107,6 +108,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	reg, err := discovery.New(ctx, w.cfg.Bus, w.cfg.Embedder)
 	if err != nil {
+		return err
+	}
+	if err := w.watchCancels(ctx); err != nil {
 		return err
 	}
 	w.started = time.Now().UTC()
@@ -201,13 +205,25 @@ func (w *Worker) handle(ctx context.Context, r *running, d *bus.Delivery) error 
 		TenantID: env.TenantID, WorkflowID: env.WorkflowID, StepID: sr.StepID, Capability: sr.Capability,
 		Attempt: sr.Attempt, Delivery: int(d.Delivered), Query: sr.Query, Input: sr.Input, DependencyOutputs: sr.DependencyOutputs,
 	}
+	key, _ := subjects.CheckpointKey(req.TenantID, req.WorkflowID)
+	if reason, ok := w.cancels.isCanceled(key); ok {
+		w.log.Info("step of a canceled workflow dropped", "workflow", req.WorkflowID, "step", req.StepID, "reason", reason)
+		return nil // acked, never run
+	}
 	if d.Delivered > uint64(w.cfg.MaxDeliver) {
 		// The previous delivery never answered: its worker died or hung.
 		return w.giveUp(ctx, d, req, fmt.Sprintf("delivered %d times without an answer (max %d): the worker holding it died or hung", d.Delivered-1, w.cfg.MaxDeliver))
 	}
 	start := r.stats.begin()
-	out, err := w.run(ctx, r.agent, req, d)
+	sctx, done := w.cancels.track(ctx, key)
+	out, err := w.run(sctx, r.agent, req, d)
+	canceled := errors.Is(context.Cause(sctx), errCanceled)
+	done()
 	r.stats.end(start, err)
+	if canceled {
+		w.log.Info("step canceled with its workflow", "workflow", req.WorkflowID, "step", req.StepID)
+		return nil // acked; the workflow is over, nobody waits for a reply
+	}
 	if err == nil {
 		return w.reply(ctx, req, events.TypeStepCompleted, events.StepCompleted{
 			StepID: req.StepID, Capability: req.Capability, Attempt: req.Attempt, Output: out, Worker: w.cfg.Name,

@@ -65,8 +65,12 @@ func (s *KV) Delete(ctx context.Context, key string) error {
 }
 
 // List returns the newest revision of every key, in key order.
-func (s *KV) List(ctx context.Context) ([]Entry, error) {
-	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+func (s *KV) List(ctx context.Context) ([]Entry, error) { return s.ListMatching(ctx, ">") }
+
+// ListMatching returns the newest revision of every key matching pattern
+// (NATS wildcards: "acme.*"), in key order.
+func (s *KV) ListMatching(ctx context.Context, pattern string) ([]Entry, error) {
+	w, err := s.kv.Watch(ctx, pattern, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("bus: list %s: %w", s.bucket, err)
 	}
@@ -167,5 +171,51 @@ func (s *KV) Wait(ctx context.Context, key string) (Entry, error) {
 				return Entry{Key: key, Value: e.Value(), Revision: e.Revision()}, nil
 			}
 		}
+	}
+}
+
+// Watch calls fn with every key's newest value (deleted true when a key is
+// deleted or expires), first for every existing key, then for every change,
+// until ctx ends. It returns once the existing keys have been delivered, so
+// the caller's view is complete from then on. fn runs on one goroutine.
+func (s *KV) Watch(ctx context.Context, fn func(e Entry, deleted bool)) error {
+	w, err := s.kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("bus: watch %s: %w", s.bucket, err)
+	}
+	initial := make(chan struct{})
+	go func() {
+		defer func() { _ = w.Stop() }()
+		synced := false
+		for {
+			select {
+			case <-ctx.Done():
+				if !synced {
+					close(initial)
+				}
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					if !synced {
+						close(initial)
+					}
+					return
+				}
+				if e == nil {
+					if !synced {
+						synced = true
+						close(initial)
+					}
+					continue
+				}
+				fn(Entry{Key: e.Key(), Value: e.Value(), Revision: e.Revision()}, e.Operation() != jetstream.KeyValuePut)
+			}
+		}
+	}()
+	select {
+	case <-initial:
+		return ctx.Err()
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

@@ -1,6 +1,9 @@
 package events
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Plan is a DAG of steps; each step needs one capability and may depend on others.
 type Plan struct {
@@ -13,6 +16,14 @@ type PlanStep struct {
 	Capability string          `json:"capability"`
 	Input      json.RawMessage `json:"input,omitempty"`
 	DependsOn  []string        `json:"depends_on,omitempty"`
+	// Optional steps may fail without failing the workflow: dependents run
+	// with a null output for them, and the result is partial.
+	Optional bool `json:"optional,omitempty"`
+	// Fallback is a capability to try once if this step fails.
+	Fallback string `json:"fallback,omitempty"`
+	// RequiresApproval holds the step's result for a human decision unless
+	// its output carries a "confidence" at or above the threshold.
+	RequiresApproval bool `json:"requires_approval,omitempty"`
 }
 
 // WorkflowSubmitted is the data of TypeWorkflowSubmitted: a bare query, an
@@ -21,6 +32,15 @@ type WorkflowSubmitted struct {
 	Query    string            `json:"query,omitempty"`
 	Plan     *Plan             `json:"plan,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Fork starts this workflow from another's checkpoint revision: its
+	// plan, and the outputs of the tasks completed by then.
+	Fork *ForkOf `json:"fork,omitempty"`
+}
+
+// ForkOf names the checkpoint a forked workflow starts from.
+type ForkOf struct {
+	WorkflowID string `json:"workflow_id"`
+	Revision   uint64 `json:"revision"`
 }
 
 // StepRequested is the data of TypeStepRequested. DependencyOutputs carries
@@ -54,10 +74,41 @@ type StepFailed struct {
 	Worker     string `json:"worker,omitempty"`
 }
 
-// Control is the data of TypeControl.
+// Control actions.
+const (
+	ActionCancel  = "cancel"
+	ActionResume  = "resume"
+	ActionApprove = "approve"
+	ActionReject  = "reject"
+)
+
+// Control is the data of TypeControl: cancel a workflow, resume a failed
+// one, or approve / reject a step that awaits a decision.
 type Control struct {
-	Action string `json:"action"` // "cancel"
+	Action string `json:"action"`
 	Reason string `json:"reason,omitempty"`
+	// StepID names the step an approve/reject decides; empty means every
+	// step awaiting a decision.
+	StepID string `json:"step_id,omitempty"`
+}
+
+// ControlRecord is the value of a workflow's key ("<tenant>.<workflow>")
+// in KV AGENTBUS_CONTROL. It survives restarts, so that a step redelivered
+// after a cancel is never run.
+type ControlRecord struct {
+	Canceled bool      `json:"canceled"`
+	Reason   string    `json:"reason,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+// ControlResult answers a control request.
+type ControlResult struct {
+	WorkflowID string `json:"workflow_id"`
+	Status     State  `json:"status"`
+	// Applied is false when the action did not apply (e.g. cancel of a
+	// finished workflow); Message says why.
+	Applied bool   `json:"applied"`
+	Message string `json:"message"`
 }
 
 // Status is the data of TypeStatus: the workflow's state (StepID empty) or a step's.
@@ -96,6 +147,8 @@ const (
 	CodeUnknownDependency = "unknown_dependency"
 	CodeCycle             = "cycle"
 	CodeStepFailed        = "step_failed"
+	CodeRejected          = "rejected"
+	CodeTimeout           = "timeout"
 )
 
 // Error is the data of TypeError, the terminal event of a failed workflow.

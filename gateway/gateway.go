@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
+	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -114,6 +115,12 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc("GET /v1/workflows/{id}", g.state)
 	g.mux.HandleFunc("GET /v1/workflows/{id}/events", g.sse)
 	g.mux.HandleFunc("GET /v1/agents", g.agents)
+	g.mux.HandleFunc("GET /v1/workflows", g.list)
+	g.mux.HandleFunc("GET /v1/workflows/{id}/checkpoints", g.checkpointsHistory)
+	g.mux.HandleFunc("POST /v1/workflows/{id}/fork", g.fork)
+	g.mux.HandleFunc("POST /v1/workflows/{id}/cancel", g.control(events.ActionCancel))
+	g.mux.HandleFunc("POST /v1/workflows/{id}/resume", g.control(events.ActionResume))
+	g.mux.HandleFunc("POST /v1/workflows/{id}/approve", g.control(events.ActionApprove))
 }
 
 // Handler returns the gateway's routes, for tests and embedding.

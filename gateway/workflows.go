@@ -81,23 +81,28 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: err.Error()})
 		return
 	}
-	if req.WorkflowID == "" {
-		req.WorkflowID = newWorkflowID()
+	g.start(w, r, tenant, req.WorkflowID, events.WorkflowSubmitted{Query: req.Query, Plan: req.Plan, Metadata: req.Metadata})
+}
+
+// start publishes a submission for a new workflow (id generated if empty),
+// waits until an orchestrator recorded it, and answers 202.
+func (g *Gateway) start(w http.ResponseWriter, r *http.Request, tenant, workflow string, sub events.WorkflowSubmitted) {
+	if workflow == "" {
+		workflow = newWorkflowID()
 	}
-	key, _ := subjects.CheckpointKey(tenant, req.WorkflowID)
+	key, _ := subjects.CheckpointKey(tenant, workflow)
 	if _, err := g.checkpoints.Get(r.Context(), key); err == nil {
-		writeError(w, http.StatusConflict, apiError{Code: "exists", Message: fmt.Sprintf("workflow %q already exists", req.WorkflowID)})
+		writeError(w, http.StatusConflict, apiError{Code: "exists", Message: fmt.Sprintf("workflow %q already exists", workflow)})
 		return
 	}
 	subj, _ := subjects.Submit(tenant)
-	msgID := events.SubmitKey(tenant, req.WorkflowID)
-	env, err := events.New(events.TypeWorkflowSubmitted, msgID, events.SourceGateway, tenant, req.WorkflowID, "",
-		events.WorkflowSubmitted{Query: req.Query, Plan: req.Plan, Metadata: req.Metadata})
+	msgID := events.SubmitKey(tenant, workflow)
+	env, err := events.New(events.TypeWorkflowSubmitted, msgID, events.SourceGateway, tenant, workflow, "", sub)
 	if err == nil {
 		_, err = g.bus.Publish(r.Context(), subj, env, msgID)
 	}
 	if err != nil {
-		g.log.Error("submit", "tenant", tenant, "workflow", req.WorkflowID, "err", err)
+		g.log.Error("submit", "tenant", tenant, "workflow", workflow, "err", err)
 		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: "could not store the submission: " + err.Error()})
 		return
 	}
@@ -107,10 +112,10 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request) {
 	if _, err := g.checkpoints.Wait(ctx, key); err != nil {
 		status = "queued"
 	}
-	evSubj, _ := subjects.Events(tenant, req.WorkflowID)
-	base := "/v1/workflows/" + url.PathEscape(req.WorkflowID)
+	evSubj, _ := subjects.Events(tenant, workflow)
+	base := "/v1/workflows/" + url.PathEscape(workflow)
 	writeJSON(w, http.StatusAccepted, SubmitResponse{
-		WorkflowID: req.WorkflowID, TenantID: tenant, Status: status,
+		WorkflowID: workflow, TenantID: tenant, Status: status,
 		EventsURL: base + "/events", StateURL: base, EventsSubject: evSubj,
 	})
 }

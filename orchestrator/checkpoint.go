@@ -23,6 +23,19 @@ type Checkpoint struct {
 	Error      *events.Error    `json:"error,omitempty"`
 	CreatedAt  time.Time        `json:"created_at"`
 	UpdatedAt  time.Time        `json:"updated_at"`
+	// Phase is where the workflow is: planning, executing,
+	// awaiting_approval or done.
+	Phase string `json:"phase"`
+	// ExecutionOrder lists steps in the order they finished.
+	ExecutionOrder []string `json:"execution_order,omitempty"`
+	// ResumeCount counts resumptions: explicit resumes of a failed
+	// workflow, and transitions that found an earlier one interrupted by a
+	// crash and finished it.
+	ResumeCount int `json:"resume_count"`
+	// Parent is the checkpoint a forked workflow started from.
+	Parent *events.ForkOf `json:"parent,omitempty"`
+	// Canceled says why the workflow was canceled.
+	Canceled string `json:"canceled,omitempty"`
 	// EventCount is how many client events the workflow has emitted; the
 	// next one gets dedup key EventKey(…, EventCount).
 	EventCount int `json:"event_count"`
@@ -33,15 +46,43 @@ type Checkpoint struct {
 
 // Task is one step's state within a checkpoint.
 type Task struct {
-	Capability   string          `json:"capability"`
-	Status       events.State    `json:"status"`
-	Attempt      int             `json:"attempt"`
-	Output       json.RawMessage `json:"output,omitempty"`
-	Error        string          `json:"error,omitempty"`
-	Worker       string          `json:"worker,omitempty"`
-	DispatchedAt *time.Time      `json:"dispatched_at,omitempty"`
-	CompletedAt  *time.Time      `json:"completed_at,omitempty"`
+	Capability string          `json:"capability"`
+	Status     events.State    `json:"status"`
+	Attempt    int             `json:"attempt"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	Worker     string          `json:"worker,omitempty"`
+	// Approval is set for steps that require one: pending, approved,
+	// auto-approved or rejected, with the comment or the confidence.
+	Approval *Approval `json:"approval,omitempty"`
+	// FellBack names the fallback capability used after a failure.
+	FellBack     string     `json:"fell_back,omitempty"`
+	DispatchedAt *time.Time `json:"dispatched_at,omitempty"`
+	CompletedAt  *time.Time `json:"completed_at,omitempty"`
 }
+
+// Approval states.
+const (
+	ApprovalPending  = "pending"
+	ApprovalApproved = "approved"
+	ApprovalAuto     = "auto-approved"
+	ApprovalRejected = "rejected"
+)
+
+// Approval is a step's human decision.
+type Approval struct {
+	State      string   `json:"state"`
+	Comment    string   `json:"comment,omitempty"`
+	Confidence *float64 `json:"confidence,omitempty"`
+}
+
+// Phases of a workflow.
+const (
+	PhasePlanning  = "planning"
+	PhaseExecuting = "executing"
+	PhaseAwaiting  = "awaiting_approval"
+	PhaseDone      = "done"
+)
 
 // Outgoing is one message in a checkpoint's outbox.
 type Outgoing struct {
@@ -56,7 +97,7 @@ type Outgoing struct {
 func newCheckpoint(tenant, workflow, query string, now time.Time) *Checkpoint {
 	return &Checkpoint{
 		TenantID: tenant, WorkflowID: workflow, Query: query, Status: events.StateSubmitted,
-		Tasks: map[string]*Task{}, CreatedAt: now, UpdatedAt: now,
+		Tasks: map[string]*Task{}, CreatedAt: now, UpdatedAt: now, Phase: PhasePlanning,
 	}
 }
 
@@ -101,7 +142,7 @@ func (cp *Checkpoint) completedCount() int {
 
 // fail ends the workflow with an error event.
 func (cp *Checkpoint) fail(e events.Error) error {
-	cp.Status = events.StateFailed
+	cp.Status, cp.Phase = events.StateFailed, PhaseDone
 	cp.Error = &e
 	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateFailed, Message: e.Message}); err != nil {
 		return err

@@ -1,19 +1,29 @@
 package orchestrator
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
-	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
 )
 
+// settled reports whether a task no longer holds up its dependents: it
+// completed (and, if it needed one, got its approval), or it was optional
+// and failed.
+func (cp *Checkpoint) settled(id string) bool {
+	t := cp.Tasks[id]
+	if t.Status == events.StateCompleted {
+		return true
+	}
+	s, _ := cp.planStep(id)
+	return t.Status == events.StateFailed && s.Optional
+}
+
 // dispatchReady queues a step request for every task that has not been
-// dispatched and whose dependencies have all completed, with their outputs.
-// Steps are taken in stage order, so the dispatch order is Kahn's.
+// dispatched and whose dependencies have all settled, with their outputs
+// (null for an optional step that failed). Steps are taken in stage order,
+// so the dispatch order is Kahn's.
 func (o *Orchestrator) dispatchReady(cp *Checkpoint) error {
 	for _, stage := range cp.Stages {
 		for _, id := range stage {
@@ -25,11 +35,14 @@ func (o *Orchestrator) dispatchReady(cp *Checkpoint) error {
 			deps := make(map[string]json.RawMessage, len(s.DependsOn))
 			ready := true
 			for _, d := range s.DependsOn {
-				if cp.Tasks[d].Status != events.StateCompleted {
+				if !cp.settled(d) {
 					ready = false
 					break
 				}
 				deps[d] = cp.Tasks[d].Output
+				if deps[d] == nil {
+					deps[d] = json.RawMessage("null")
+				}
 			}
 			if !ready {
 				continue
@@ -42,8 +55,10 @@ func (o *Orchestrator) dispatchReady(cp *Checkpoint) error {
 	return nil
 }
 
+// dispatch queues one step request on the task's capability (the plan's,
+// or its fallback after a failure).
 func (o *Orchestrator) dispatch(cp *Checkpoint, s events.PlanStep, t *Task, deps map[string]json.RawMessage) error {
-	subj, err := subjects.Step(cp.TenantID, s.Capability)
+	subj, err := subjects.Step(cp.TenantID, t.Capability)
 	if err != nil {
 		return err
 	}
@@ -51,7 +66,7 @@ func (o *Orchestrator) dispatch(cp *Checkpoint, s events.PlanStep, t *Task, deps
 	t.Status = events.StateWorking
 	now := time.Now().UTC()
 	t.DispatchedAt = &now
-	req := events.StepRequested{StepID: s.ID, Capability: s.Capability, Attempt: t.Attempt, Query: cp.Query, Input: s.Input}
+	req := events.StepRequested{StepID: s.ID, Capability: t.Capability, Attempt: t.Attempt, Query: cp.Query, Input: s.Input}
 	if len(deps) > 0 {
 		req.DependencyOutputs = deps
 	}
@@ -59,75 +74,50 @@ func (o *Orchestrator) dispatch(cp *Checkpoint, s events.PlanStep, t *Task, deps
 	if err != nil {
 		return err
 	}
+	cp.Phase = PhaseExecuting
 	cp.Outbox = append(cp.Outbox, Outgoing{
 		Subject: subj, MsgID: events.StepKey(cp.TenantID, cp.WorkflowID, s.ID, t.Attempt),
 		Type: events.TypeStepRequested, StepID: s.ID, Time: now, Data: data,
 	})
-	return cp.emit(events.TypeStatus, s.ID, events.Status{State: events.StateWorking, StepID: s.ID, Message: "dispatched to " + s.Capability})
+	return cp.emit(events.TypeStatus, s.ID, events.Status{State: events.StateWorking, StepID: s.ID, Message: "dispatched to " + t.Capability})
 }
 
-// handleReply records a step's result and moves the workflow on.
-func (o *Orchestrator) handleReply(ctx context.Context, d *bus.Delivery) error {
-	p, err := subjects.Parse(d.Subject)
-	if err != nil || p.Kind != "reply" {
-		return fmt.Errorf("%w: reply on %q", bus.ErrPoison, d.Subject)
+// advance moves the workflow on after a task settled: dispatch what is
+// ready, wait for approvals, or complete.
+func (o *Orchestrator) advance(cp *Checkpoint) error {
+	if err := o.dispatchReady(cp); err != nil {
+		return err
 	}
-	env := d.Envelope
-	if env.TenantID != p.Tenant {
-		return fmt.Errorf("%w: ce-tenantid %q differs from the subject's tenant %q", bus.ErrPoison, env.TenantID, p.Tenant)
+	pending, open := 0, 0
+	for id, t := range cp.Tasks {
+		switch {
+		case t.Approval != nil && t.Approval.State == ApprovalPending:
+			pending++
+		case !cp.settled(id):
+			open++
+		}
 	}
-	var apply func(cp *Checkpoint) error
-	switch env.Type {
-	case events.TypeStepCompleted:
-		var r events.StepCompleted
-		if err := env.Unmarshal(&r); err != nil {
-			return fmt.Errorf("%w: %w", bus.ErrPoison, err)
-		}
-		apply = func(cp *Checkpoint) error { return o.completed(cp, r) }
-	case events.TypeStepFailed:
-		var r events.StepFailed
-		if err := env.Unmarshal(&r); err != nil {
-			return fmt.Errorf("%w: %w", bus.ErrPoison, err)
-		}
-		apply = func(cp *Checkpoint) error { return o.failed(cp, r) }
+	switch {
+	case pending == 0 && open == 0:
+		return o.complete(cp)
+	case pending > 0:
+		cp.Status, cp.Phase = events.StateInputRequired, PhaseAwaiting
 	default:
-		return fmt.Errorf("%w: %s on a reply subject", bus.ErrPoison, env.Type)
+		cp.Status, cp.Phase = events.StateWorking, PhaseExecuting
 	}
-	err = o.transition(ctx, p.Tenant, p.Last, apply)
-	if err != nil && isNotFound(err) {
-		return fmt.Errorf("%w: reply for unknown workflow %s", bus.ErrPoison, p.Last)
-	}
-	return err
-}
-
-func (o *Orchestrator) completed(cp *Checkpoint, r events.StepCompleted) error {
-	t, ok := cp.Tasks[r.StepID]
-	if !ok || cp.Status.Terminal() || t.Status == events.StateCompleted || t.Status == events.StateFailed {
-		return errNoChange // late, duplicate or foreign: recorded once
-	}
-	now := time.Now().UTC()
-	t.Status, t.Output, t.Worker, t.CompletedAt = events.StateCompleted, r.Output, r.Worker, &now
-	if err := cp.emit(events.TypeStatus, r.StepID, events.Status{State: events.StateCompleted, StepID: r.StepID}); err != nil {
-		return err
-	}
-	done, total := cp.completedCount(), len(cp.Tasks)
-	if err := cp.emit(events.TypeProgress, r.StepID, events.Progress{
-		CompletedSteps: done, TotalSteps: total, Percent: 100 * float64(done) / float64(total), StepID: r.StepID,
-		Message: fmt.Sprintf("step %s completed (%d/%d)", r.StepID, done, total),
-	}); err != nil {
-		return err
-	}
-	if done < total {
-		return o.dispatchReady(cp)
-	}
-	return o.complete(cp)
+	return nil
 }
 
 func (o *Orchestrator) complete(cp *Checkpoint) error {
 	outputs := make(map[string]json.RawMessage, len(cp.Tasks))
 	depended := map[string]bool{}
+	partial := false
 	for _, s := range cp.Plan.Steps {
-		outputs[s.ID] = cp.Tasks[s.ID].Output
+		out := cp.Tasks[s.ID].Output
+		if cp.Tasks[s.ID].Status != events.StateCompleted {
+			partial, out = true, json.RawMessage("null")
+		}
+		outputs[s.ID] = out
 		for _, d := range s.DependsOn {
 			depended[d] = true
 		}
@@ -146,25 +136,15 @@ func (o *Orchestrator) complete(cp *Checkpoint) error {
 		}
 		result, _ = json.Marshal(m)
 	}
-	cp.Status, cp.Result = events.StateCompleted, result
-	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateCompleted, Message: "workflow completed"}); err != nil {
+	cp.Status, cp.Phase, cp.Result = events.StateCompleted, PhaseDone, result
+	msg := "workflow completed"
+	if partial {
+		msg = "workflow completed with partial results: optional steps failed"
+	}
+	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateCompleted, Message: msg}); err != nil {
 		return err
 	}
 	return cp.emit(events.TypeComplete, "", events.Complete{
 		Result: result, Outputs: outputs, DurationMS: float64(time.Since(cp.CreatedAt).Microseconds()) / 1000,
 	})
-}
-
-func (o *Orchestrator) failed(cp *Checkpoint, r events.StepFailed) error {
-	t, ok := cp.Tasks[r.StepID]
-	if !ok || cp.Status.Terminal() || t.Status == events.StateCompleted || t.Status == events.StateFailed {
-		return errNoChange
-	}
-	now := time.Now().UTC()
-	t.Status, t.Error, t.Worker, t.CompletedAt = events.StateFailed, r.Error, r.Worker, &now
-	if err := cp.emit(events.TypeStatus, r.StepID, events.Status{State: events.StateFailed, StepID: r.StepID, Message: r.Error}); err != nil {
-		return err
-	}
-	return cp.fail(events.Error{Code: events.CodeStepFailed, StepID: r.StepID,
-		Message: fmt.Sprintf("step %q (%s) failed: %s", r.StepID, r.Capability, r.Error)})
 }

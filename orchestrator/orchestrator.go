@@ -31,6 +31,11 @@ type Config struct {
 	// MinScore is the similarity below which discovery does not route a
 	// bare query and the echo step is planned instead; default 0.05.
 	MinScore float64
+	// Planner plans bare queries; default HeuristicPlanner{MinScore: MinScore}.
+	Planner Planner
+	// ApprovalThreshold is the output confidence at or above which a step
+	// that requires approval is approved without a human; default 0.85.
+	ApprovalThreshold float64
 	// Concurrency is how many submissions and how many replies are handled
 	// at once; default 32.
 	Concurrency int
@@ -51,6 +56,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MinScore == 0 {
 		c.MinScore = 0.05
+	}
+	if c.ApprovalThreshold == 0 {
+		c.ApprovalThreshold = 0.85
 	}
 }
 
@@ -77,6 +85,7 @@ type Orchestrator struct {
 	bus         *bus.Bus
 	log         *slog.Logger
 	checkpoints *bus.KV
+	controls    *bus.KV
 }
 
 // New checks cfg and opens the checkpoint bucket.
@@ -89,11 +98,16 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: %w", err)
 	}
+	ctl, err := cfg.Bus.KV(ctx, subjects.BucketControl)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
 	if cfg.Registry == nil {
 		if cfg.Registry, err = discovery.New(ctx, cfg.Bus, nil); err != nil {
 			return nil, fmt.Errorf("orchestrator: %w", err)
 		}
 	}
+	cfg.Planner = withDefaultPlanner(cfg)
 	if cfg.Catalog == nil {
 		b, reg := cfg.Bus, cfg.Registry
 		cfg.Catalog = func(ctx context.Context, capability string) (bool, error) {
@@ -107,11 +121,14 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 			return b.HasConsumer(ctx, subjects.StreamSteps, name)
 		}
 	}
-	return &Orchestrator{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "orchestrator"), checkpoints: kv}, nil
+	return &Orchestrator{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "orchestrator"), checkpoints: kv, controls: ctl}, nil
 }
 
-// Run consumes submissions and replies until ctx ends.
+// Run consumes submissions, replies and control messages until ctx ends.
 func (o *Orchestrator) Run(ctx context.Context) error {
+	if err := o.bus.Subscribe(ctx, subjects.AllControl, ControlQueue, o.handleControl); err != nil {
+		return err
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	wg.Add(2)

@@ -38,7 +38,12 @@ func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) er
 		return fmt.Errorf("%w: %w", bus.ErrPoison, err)
 	}
 	cp := newCheckpoint(p.Tenant, workflow, sub.Query, time.Now().UTC())
-	if err := o.plan(ctx, cp, sub); err != nil {
+	if sub.Fork != nil {
+		err = o.fork(ctx, cp, *sub.Fork)
+	} else {
+		err = o.plan(ctx, cp, sub)
+	}
+	if err != nil {
 		return err
 	}
 	err = o.create(ctx, cp)

@@ -89,10 +89,14 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, workflow string, 
 		}
 		stale := len(cp.Outbox) > 0
 		if stale {
+			// An earlier transition stored its decisions but did not finish
+			// publishing them (its process died, or is still at it): finish
+			// it; dedup keys make the repeat harmless.
 			if err := o.publish(ctx, cp); err != nil {
 				return err
 			}
 			cp.Outbox = nil
+			cp.ResumeCount++
 		}
 		err = fn(cp)
 		if errors.Is(err, errNoChange) {

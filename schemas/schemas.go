@@ -27,6 +27,8 @@ const base = "https://schemas.agentbus.invalid/"
 const (
 	Plan            = "plan"
 	WorkflowRequest = "workflow.request"
+	ForkRequest     = "fork.request"
+	ControlRequest  = "control.request"
 )
 
 // ErrUnknownSchema is returned by Validate for a name that has no schema.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/agentbus/agentbus/events"
 )
 
 // exitError carries a process exit code out of a command.
@@ -68,7 +70,10 @@ func newRoot() *cobra.Command {
 			return bindEnv(cmd)
 		},
 	}
-	root.AddCommand(newServe(), newWorker(), newAsk(), newWatch(), newAgents())
+	root.AddCommand(newServe(), newWorker(), newOrchestrator(), newGateway(), newAsk(), newWatch(), newAgents(),
+		newControl(events.ActionCancel, "Cancel a workflow: nothing more is dispatched and running steps are stopped"),
+		newControl(events.ActionResume, "Resume a failed workflow: failed steps run again, completed ones are kept"),
+		newControl(events.ActionApprove, "Approve (or --reject) a step that awaits a human decision"))
 	return root
 }
 

@@ -1,0 +1,115 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// errCanceled is the cause given to a running step's context when its
+// workflow is canceled.
+var errCanceled = errors.New("agents: workflow canceled")
+
+// cancels knows which workflows are canceled (from KV AGENTBUS_CONTROL and
+// the control subject) and cancels the contexts of their running steps.
+// Safe for concurrent use.
+type cancels struct {
+	mu       sync.Mutex
+	canceled map[string]string // "<tenant>.<workflow>" → reason
+	running  map[string]map[uint64]context.CancelCauseFunc
+	next     uint64
+}
+
+func newCancels() *cancels {
+	return &cancels{canceled: map[string]string{}, running: map[string]map[uint64]context.CancelCauseFunc{}}
+}
+
+func (c *cancels) isCanceled(key string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.canceled[key]
+	return r, ok
+}
+
+// cancel marks a workflow canceled and cancels its running steps.
+func (c *cancels) cancel(key, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.canceled[key] = reason
+	for _, f := range c.running[key] {
+		f(errCanceled)
+	}
+}
+
+// forget drops a workflow whose control record was deleted.
+func (c *cancels) forget(key string) {
+	c.mu.Lock()
+	delete(c.canceled, key)
+	c.mu.Unlock()
+}
+
+// track derives a step context that a cancel of its workflow ends; call
+// the returned function when the step is done.
+func (c *cancels) track(ctx context.Context, key string) (context.Context, func()) {
+	sctx, cancel := context.WithCancelCause(ctx)
+	c.mu.Lock()
+	if _, ok := c.canceled[key]; ok {
+		cancel(errCanceled)
+	}
+	c.next++
+	id := c.next
+	if c.running[key] == nil {
+		c.running[key] = map[uint64]context.CancelCauseFunc{}
+	}
+	c.running[key][id] = cancel
+	c.mu.Unlock()
+	return sctx, func() {
+		c.mu.Lock()
+		delete(c.running[key], id)
+		if len(c.running[key]) == 0 {
+			delete(c.running, key)
+		}
+		c.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// watchCancels keeps the cancel set current: every record in KV
+// AGENTBUS_CONTROL (so a restarted worker knows earlier cancels), and
+// every cancel on a control subject (so running steps stop at once,
+// before the orchestrator has even recorded it).
+func (w *Worker) watchCancels(ctx context.Context) error {
+	kv, err := w.cfg.Bus.KV(ctx, subjects.BucketControl)
+	if err != nil {
+		return err
+	}
+	err = kv.Watch(ctx, func(e bus.Entry, deleted bool) {
+		var rec events.ControlRecord
+		switch {
+		case deleted:
+			w.cancels.forget(e.Key)
+		case json.Unmarshal(e.Value, &rec) == nil && rec.Canceled:
+			w.cancels.cancel(e.Key, rec.Reason)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return w.cfg.Bus.Subscribe(ctx, subjects.AllControl, "", func(_ context.Context, n *bus.Notice) {
+		var c events.Control
+		if n.Envelope.Type != events.TypeControl || n.Envelope.Unmarshal(&c) != nil || c.Action != events.ActionCancel {
+			return
+		}
+		p, err := subjects.Parse(n.Subject)
+		if err != nil || p.Tenant != n.Envelope.TenantID {
+			return
+		}
+		key, _ := subjects.CheckpointKey(p.Tenant, p.Last)
+		w.cancels.cancel(key, c.Reason)
+	})
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/gateway"
+	"github.com/agentbus/agentbus/orchestrator"
+)
+
+// connectFlags are the flags of the roles that join an external NATS.
+type connectFlags struct {
+	nats, logLevel string
+	eventsMaxAge   time.Duration
+}
+
+func (f *connectFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.nats, "nats", "nats://127.0.0.1:4222", "NATS server URL(s), comma-separated")
+	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	cmd.Flags().DurationVar(&f.eventsMaxAge, "events-max-age", 7*24*time.Hour, "retention of workflow events (when this process provisions the streams)")
+}
+
+// connect dials NATS and provisions the streams and buckets (idempotent;
+// an incompatible existing one is reported, never changed).
+func (f *connectFlags) connect(ctx context.Context, name string) (*bus.Bus, func(), error) {
+	log, err := newLogger(f.logLevel)
+	if err != nil {
+		return nil, nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	b, err := bus.Connect(cctx, bus.Config{URL: f.nats, Name: name, Logger: log})
+	if err != nil {
+		return nil, nil, &exitError{code: exitUsage, msg: err.Error()}
+	}
+	if err := b.Provision(cctx, bus.StreamsConfig{EventsMaxAge: f.eventsMaxAge}); err != nil {
+		b.Close()
+		return nil, nil, &exitError{code: exitUsage, msg: err.Error()}
+	}
+	return b, b.Close, nil
+}
+
+func newOrchestrator() *cobra.Command {
+	var f connectFlags
+	cmd := &cobra.Command{
+		Use:   "orchestrator",
+		Short: "Run an orchestrator against a NATS server; run several for availability",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			b, closeBus, err := f.connect(ctx, "agentbus-orchestrator")
+			if err != nil {
+				return err
+			}
+			defer closeBus()
+			log, _ := newLogger(f.logLevel)
+			o, err := orchestrator.New(ctx, orchestrator.Config{Bus: b, Logger: log})
+			if err != nil {
+				return err
+			}
+			log.Info("agentbus orchestrator ready", "nats", f.nats)
+			return o.Run(ctx)
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newGateway() *cobra.Command {
+	var f connectFlags
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "Run the HTTP gateway against a NATS server; run several behind a load balancer",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			b, closeBus, err := f.connect(ctx, "agentbus-gateway")
+			if err != nil {
+				return err
+			}
+			defer closeBus()
+			log, _ := newLogger(f.logLevel)
+			g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: addr, Logger: log})
+			if err != nil {
+				return &exitError{code: exitUsage, msg: err.Error()}
+			}
+			bound, err := g.Listen()
+			if err != nil {
+				return &exitError{code: exitUsage, msg: err.Error()}
+			}
+			log.Info("agentbus gateway ready", "nats", f.nats, "http", "http://"+bound.String())
+			return g.Run(ctx)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&addr, "http-addr", "127.0.0.1:8080", "HTTP listen address HOST:PORT")
+	return cmd
+}

@@ -1,0 +1,125 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/schemas"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// ControlRequest is the body of POST …/cancel, …/resume and …/approve
+// (schema control.request); every field is optional.
+type ControlRequest struct {
+	Reason  string `json:"reason,omitempty"`
+	Comment string `json:"comment,omitempty"`
+	// Approve decides an approval: true approves (the default), false rejects.
+	Approve *bool  `json:"approve,omitempty"`
+	StepID  string `json:"step_id,omitempty"`
+}
+
+// body reads and validates a JSON body against schema (an empty body is
+// "{}"), writing 400/413 on failure.
+func (g *Gateway) body(w http.ResponseWriter, r *http.Request, schema string, v any) bool {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		writeError(w, http.StatusRequestEntityTooLarge, apiError{Code: "too_large", Message: fmt.Sprintf("body exceeds %d bytes", mbe.Limit)})
+		return false
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: "reading body: " + err.Error()})
+		return false
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		b = []byte("{}")
+	}
+	if err := schemas.Validate(schema, b); err != nil {
+		var ve *schemas.ValidationError
+		if errors.As(err, &ve) {
+			writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: ve.Error(), Problems: ve.Problems})
+			return false
+		}
+		writeError(w, http.StatusInternalServerError, apiError{Code: "internal", Message: err.Error()})
+		return false
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: err.Error()})
+		return false
+	}
+	return true
+}
+
+// control sends a control action to the orchestrators (a request on the
+// workflow's control subject, which every worker also hears) and answers
+// with the result: 200 applied, 409 not applicable, 404 unknown workflow,
+// 503 no orchestrator answered.
+func (g *Gateway) control(action string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tenant, ok := g.tenant(w, r)
+		if !ok {
+			return
+		}
+		var req ControlRequest
+		if !g.body(w, r, schemas.ControlRequest, &req) {
+			return
+		}
+		if _, ok := g.checkpoint(w, r, tenant); !ok {
+			return
+		}
+		id := r.PathValue("id")
+		c := events.Control{Action: action, Reason: req.Reason, StepID: req.StepID}
+		if req.Comment != "" {
+			c.Reason = req.Comment
+		}
+		if action == events.ActionApprove && req.Approve != nil && !*req.Approve {
+			c.Action = events.ActionReject
+		}
+		subj, _ := subjects.Control(tenant, id)
+		env, err := events.New(events.TypeControl, newWorkflowID(), events.SourceGateway, tenant, id, c.StepID, c)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, apiError{Code: "internal", Message: err.Error()})
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		out, err := g.bus.Request(ctx, subj, env)
+		if err != nil {
+			code := http.StatusServiceUnavailable
+			if !errors.Is(err, bus.ErrNoResponder) {
+				code = http.StatusBadGateway
+			}
+			writeError(w, code, apiError{Code: "unavailable", Message: "no orchestrator answered: " + err.Error()})
+			return
+		}
+		var res events.ControlResult
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(out, &e) == nil && e.Error != "" {
+			status := http.StatusBadGateway
+			if strings.Contains(e.Error, "no such workflow") {
+				status = http.StatusNotFound
+			}
+			writeError(w, status, apiError{Code: "control_failed", Message: e.Error})
+			return
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			writeError(w, http.StatusBadGateway, apiError{Code: "control_failed", Message: "bad answer from the orchestrator"})
+			return
+		}
+		status := http.StatusOK
+		if !res.Applied {
+			status = http.StatusConflict
+		}
+		writeJSON(w, status, res)
+	}
+}

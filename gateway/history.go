@@ -1,0 +1,168 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/schemas"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// summary is a workflow in a listing.
+type summary struct {
+	WorkflowID  string          `json:"workflow_id"`
+	Status      events.State    `json:"status"`
+	Query       string          `json:"query,omitempty"`
+	CreatedAt   json.RawMessage `json:"created_at"`
+	UpdatedAt   json.RawMessage `json:"updated_at"`
+	ResumeCount int             `json:"resume_count"`
+	Error       json.RawMessage `json:"error,omitempty"`
+}
+
+// list answers GET /v1/workflows?status=…&limit=…&after=…: the tenant's
+// workflows in id order (ids are time-ordered UUIDs when the gateway made
+// them), paged by the last id seen.
+func (g *Gateway) list(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := g.tenant(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	status := events.State(q.Get("status"))
+	switch status {
+	case "", events.StateSubmitted, events.StateWorking, events.StateInputRequired, events.StateCompleted,
+		events.StateFailed, events.StateCanceled, events.StateRejected:
+	default:
+		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: fmt.Sprintf("query parameter status: %q is not a workflow state", status)})
+		return
+	}
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: "query parameter limit: want an integer in [1, 1000]"})
+			return
+		}
+		limit = n
+	}
+	after := q.Get("after")
+	entries, err := g.checkpoints.ListMatching(r.Context(), tenant+".*")
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
+		return
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Key < entries[j].Key })
+	out := []summary{}
+	next := ""
+	for _, e := range entries {
+		var s summary
+		if json.Unmarshal(e.Value, &s) != nil || s.WorkflowID <= after || (status != "" && s.Status != status) {
+			continue
+		}
+		if len(out) == limit {
+			next = out[len(out)-1].WorkflowID
+			break
+		}
+		out = append(out, s)
+	}
+	resp := map[string]any{"workflows": out}
+	if next != "" {
+		resp["next"] = "/v1/workflows?" + url.Values{"status": {string(status)}, "limit": {strconv.Itoa(limit)}, "after": {next}}.Encode()
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// revision is one checkpoint revision in GET …/checkpoints.
+type revision struct {
+	Revision   uint64          `json:"revision"`
+	Status     string          `json:"checkpoint_status"`
+	Checkpoint json.RawMessage `json:"checkpoint"`
+}
+
+// checkpoints answers GET /v1/workflows/{id}/checkpoints: every kept
+// revision, oldest first; the newest is "active" (or the workflow's final
+// state), the others "superseded".
+func (g *Gateway) checkpointsHistory(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := g.tenant(w, r)
+	if !ok {
+		return
+	}
+	if _, ok := g.checkpoint(w, r, tenant); !ok {
+		return
+	}
+	key, _ := subjects.CheckpointKey(tenant, r.PathValue("id"))
+	hist, err := g.checkpoints.History(r.Context(), key)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
+		return
+	}
+	out := make([]revision, 0, len(hist))
+	for i, e := range hist {
+		var cp map[string]json.RawMessage
+		if json.Unmarshal(e.Value, &cp) != nil {
+			continue
+		}
+		delete(cp, "outbox")
+		st := "superseded"
+		if i == len(hist)-1 {
+			var s events.State
+			_ = json.Unmarshal(cp["status"], &s)
+			switch s {
+			case events.StateCompleted:
+				st = "completed"
+			case events.StateFailed, events.StateRejected, events.StateCanceled:
+				st = "failed"
+			default:
+				st = "active"
+			}
+		}
+		b, _ := json.Marshal(cp)
+		out = append(out, revision{Revision: e.Revision, Status: st, Checkpoint: b})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"workflow_id": r.PathValue("id"), "revisions": out})
+}
+
+// ForkRequest is the body of POST /v1/workflows/{id}/fork.
+type ForkRequest struct {
+	Revision   uint64 `json:"revision"`
+	WorkflowID string `json:"workflow_id,omitempty"`
+}
+
+// fork starts a new workflow from a checkpoint revision of {id}.
+func (g *Gateway) fork(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := g.tenant(w, r)
+	if !ok {
+		return
+	}
+	var req ForkRequest
+	if !g.body(w, r, schemas.ForkRequest, &req) {
+		return
+	}
+	if _, ok := g.checkpoint(w, r, tenant); !ok {
+		return
+	}
+	from := r.PathValue("id")
+	key, _ := subjects.CheckpointKey(tenant, from)
+	hist, err := g.checkpoints.History(r.Context(), key)
+	if err != nil && !errors.Is(err, bus.ErrNotFound) {
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
+		return
+	}
+	found := false
+	for _, e := range hist {
+		found = found || e.Revision == req.Revision
+	}
+	if !found {
+		writeError(w, http.StatusNotFound, apiError{Code: "not_found", Message: fmt.Sprintf("workflow %q has no kept checkpoint revision %d", from, req.Revision),
+			Problems: []schemas.Problem{{Pointer: "/revision", Message: "no such revision"}}})
+		return
+	}
+	g.start(w, r, tenant, req.WorkflowID, events.WorkflowSubmitted{Fork: &events.ForkOf{WorkflowID: from, Revision: req.Revision}})
+}
