@@ -39,7 +39,9 @@ type Config struct {
 	// Concurrency is how many submissions and how many replies are handled
 	// at once; default 32.
 	Concurrency int
-	// AckWait for the submission and reply consumers; default 30s.
+	// AckWait for the submission and reply consumers: how soon a message
+	// held by an orchestrator that died is handled by another; its handlers
+	// take milliseconds. Default 5s.
 	AckWait time.Duration
 	Logger  *slog.Logger
 }
@@ -49,7 +51,7 @@ func (c *Config) setDefaults() {
 		c.Concurrency = 32
 	}
 	if c.AckWait == 0 {
-		c.AckWait = 30 * time.Second
+		c.AckWait = 5 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

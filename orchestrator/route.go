@@ -3,46 +3,65 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"slices"
 
+	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/llm"
 )
 
-// planQuery plans a bare query and says how it was planned. Today: one
-// step on the capability route picks.
+// discoverAll is more agents than any deployment registers, so that
+// Discover ranks them all.
+const discoverAll = 1 << 16
+
+// planQuery plans a bare query with the configured Planner and says how it
+// was planned. The planner sees every live registered agent, ranked by
+// semantic similarity to the query. If the registry cannot be read, or the
+// planner fails, the query is planned as one echo step and the explanation
+// says why.
 func (o *Orchestrator) planQuery(ctx context.Context, query string) (events.Plan, string) {
-	capability, why := o.route(ctx, query)
-	return PlanQuery(query, capability), why
+	agents, err := o.agents(ctx, query)
+	if err != nil {
+		o.log.Warn("planning without the agent registry", "err", err)
+		return PlanQuery(query, EchoCapability), "routed to echo: the agent registry is unavailable"
+	}
+	p, why, err := o.cfg.Planner.Plan(ctx, query, agents)
+	if err != nil {
+		o.log.Warn("planner failed", "err", err)
+		return PlanQuery(query, EchoCapability), fmt.Sprintf("routed to echo: the planner failed (%s)", reason(err))
+	}
+	return p, why
 }
 
-// route picks the capability for a bare query and says why: a registered
-// capability the query names, else the best agent by semantic discovery
-// (embed the query, top-k by similarity, route to the first), else echo.
-func (o *Orchestrator) route(ctx context.Context, query string) (string, string) {
+// agents returns the live registered agents ranked against query. When
+// ranking fails (a remote embedder down) it returns them unranked (score
+// 0), so that planners still see what is registered.
+func (o *Orchestrator) agents(ctx context.Context, query string) ([]discovery.Match, error) {
 	reg := o.cfg.Registry
-	list, err := reg.List(ctx)
-	if err != nil {
-		o.log.Warn("routing without the registry", "err", err)
-		return EchoCapability, "routed to echo: the agent registry is unavailable"
+	matches, err := reg.Discover(ctx, query, discoverAll)
+	if err == nil {
+		return matches, nil
 	}
-	words := llm.Tokenize(query)
+	o.log.Warn("discovery failed; planning with unranked agents", "err", err)
+	list, lerr := reg.List(ctx)
+	if lerr != nil {
+		return nil, lerr
+	}
+	byName := map[string]int{}
+	var out []discovery.Match
 	for _, in := range list {
-		for _, c := range in.Capabilities {
-			if slices.Contains(words, c) {
-				return c, fmt.Sprintf("routed to %s: the query names it", c)
-			}
+		if in.Health == discovery.Unreachable {
+			continue
+		}
+		i, ok := byName[in.Name]
+		if !ok {
+			i = len(out)
+			byName[in.Name] = i
+			out = append(out, discovery.Match{Name: in.Name, Version: in.Version, Description: in.Description,
+				Capabilities: in.Capabilities, Examples: in.Examples})
+		}
+		out[i].Instances++
+		if in.Health == discovery.Healthy {
+			out[i].Healthy++
 		}
 	}
-	matches, err := reg.Discover(ctx, query, 5)
-	if err != nil {
-		o.log.Warn("discovery failed", "err", err)
-		return EchoCapability, "routed to echo: discovery failed"
-	}
-	if len(matches) > 0 && matches[0].Score >= o.cfg.MinScore && len(matches[0].Capabilities) > 0 {
-		m := matches[0]
-		return m.Capabilities[0], fmt.Sprintf("routed to %s by semantic discovery (agent %s, similarity %.2f, embedder %s)",
-			m.Capabilities[0], m.Name, m.Score, reg.Embedder().Name())
-	}
-	return EchoCapability, "routed to echo: no agent matches the query"
+	return out, nil
 }
