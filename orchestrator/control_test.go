@@ -140,7 +140,9 @@ func TestCancelStopsRunningStepAndNothingMoreIsDispatched(t *testing.T) {
 func TestResumeFailedWorkflowKeepsCompletedSteps(t *testing.T) {
 	var fail atomic.Bool
 	fail.Store(true)
-	first := newFn("first", func(_ context.Context, req agents.Request) (json.RawMessage, error) { return json.RawMessage(`"first done"`), nil })
+	first := newFn("first", func(_ context.Context, req agents.Request) (json.RawMessage, error) {
+		return json.RawMessage(`"first done"`), nil
+	})
 	flaky := newFn("flaky", func(_ context.Context, req agents.Request) (json.RawMessage, error) {
 		if fail.Load() {
 			return nil, fmt.Errorf("%w: backend down", agents.ErrPermanent)
@@ -226,7 +228,9 @@ func TestApprovalApproveRejectAndAuto(t *testing.T) {
 }
 
 func TestForkFromACheckpointRevision(t *testing.T) {
-	first := newFn("first", func(_ context.Context, req agents.Request) (json.RawMessage, error) { return json.RawMessage(`"from A"`), nil })
+	first := newFn("first", func(_ context.Context, req agents.Request) (json.RawMessage, error) {
+		return json.RawMessage(`"from A"`), nil
+	})
 	s := startStack(t, first)
 	submit(t, s.env.Bus, "default", "origin", events.WorkflowSubmitted{Plan: plan(step("A", "first"), step("B", "echo", "A"), step("C", "echo", "B"))})
 	if end := last(t, collect(t, s.env.Bus, "default", "origin")); end.Type != events.TypeComplete {
