@@ -1,5 +1,5 @@
-// Package llm owns agentbus's access to language models: embeddings (and,
-// later, chat completions) through an OpenAI-compatible endpoint, with
+// Package llm owns agentbus's access to language models: chat completions
+// through an OpenAI-compatible endpoint (Chat), and embeddings, with
 // deterministic offline fallbacks so that everything works with no model.
 //
 // Data enters as text and leaves as vectors. The Embedder in use always says

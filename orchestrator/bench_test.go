@@ -1,15 +1,20 @@
 package orchestrator_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/subjects"
 )
 
 // BenchmarkWorkflow runs whole workflows one after another — submit, plan,
@@ -81,4 +86,126 @@ func reportPercentiles(b *testing.B, d []time.Duration, unit string) {
 	at := func(q float64) float64 { return float64(d[min(int(q*float64(len(d))), len(d)-1)].Microseconds()) }
 	b.ReportMetric(at(0.50), "p50-µs/"+unit)
 	b.ReportMetric(at(0.99), "p99-µs/"+unit)
+}
+
+// BenchmarkWorkflowsParallel runs 10-step chains of the no-op echo agent,
+// 16 workflows at a time, and reports total steps/s: the orchestrator's
+// throughput when it has more than one workflow to work on.
+func BenchmarkWorkflowsParallel(b *testing.B) {
+	s := startStack(b)
+	steps := make([]events.PlanStep, 10)
+	for i := range steps {
+		steps[i] = events.PlanStep{ID: fmt.Sprintf("s%d", i), Capability: "echo", Input: json.RawMessage(`"x"`)}
+		if i > 0 {
+			steps[i].DependsOn = []string{steps[i-1].ID}
+		}
+	}
+	p := &events.Plan{Steps: steps}
+	const parallel = 16
+	b.ResetTimer()
+	n := 0
+	for b.Loop() {
+		var wg sync.WaitGroup
+		for j := range parallel {
+			wf := fmt.Sprintf("par-%d-%d", n, j)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				submit(b, s.env.Bus, "default", wf, events.WorkflowSubmitted{Plan: p})
+				if end := last(b, collect(b, s.env.Bus, "default", wf)); end.Type != events.TypeComplete {
+					b.Errorf("workflow ended %s", end.Type)
+				}
+			}()
+		}
+		wg.Wait()
+		n++
+	}
+	b.ReportMetric(float64(10*parallel*b.N)/b.Elapsed().Seconds(), "steps/s")
+	b.ReportMetric(float64(parallel*b.N)/b.Elapsed().Seconds(), "workflows/s")
+}
+
+// BenchmarkCancel measures cancellation latency: from sending the cancel
+// request to every in-flight step's context being cancelled, with 8
+// blocking steps in flight.
+func BenchmarkCancel(b *testing.B) {
+	var mu sync.Mutex
+	var started int
+	var stopped []time.Time
+	block := newFn("block", func(ctx context.Context, _ agents.Request) (json.RawMessage, error) {
+		mu.Lock()
+		started++
+		mu.Unlock()
+		<-ctx.Done()
+		mu.Lock()
+		stopped = append(stopped, time.Now())
+		mu.Unlock()
+		return nil, ctx.Err()
+	})
+	s := startStack(b, block)
+	var steps []events.PlanStep
+	for i := range 8 {
+		steps = append(steps, step(fmt.Sprintf("b%d", i), "block"))
+	}
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		mu.Lock()
+		started, stopped = 0, nil
+		mu.Unlock()
+		wf := fmt.Sprintf("cancel-%d", i)
+		submit(b, s.env.Bus, "default", wf, events.WorkflowSubmitted{Plan: plan(steps...)})
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			mu.Lock()
+			n := started
+			mu.Unlock()
+			if n == 8 {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("only %d steps started", n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		b.StartTimer()
+		sent := time.Now()
+		if res := controlB(b, s.env.Bus, "default", wf, events.Control{Action: events.ActionCancel}); !res.Applied {
+			b.Fatalf("cancel: %+v", res)
+		}
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			mu.Lock()
+			n := len(stopped)
+			var lastStop time.Time
+			if n == 8 {
+				lastStop = stopped[7]
+			}
+			mu.Unlock()
+			if n == 8 {
+				lat = append(lat, lastStop.Sub(sent))
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("only %d steps saw the cancel", n)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	reportPercentiles(b, lat, "cancel")
+}
+
+// controlB is control for benchmarks.
+func controlB(b *testing.B, bb *bus.Bus, tenant, workflow string, c events.Control) events.ControlResult {
+	b.Helper()
+	subj, _ := subjects.Control(tenant, workflow)
+	env, err := events.New(events.TypeControl, fmt.Sprintf("ctl-%d", time.Now().UnixNano()), "/bench", tenant, workflow, "", c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := bb.Request(context.Background(), subj, env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var res events.ControlResult
+	_ = json.Unmarshal(out, &res)
+	return res
 }

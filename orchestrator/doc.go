@@ -1,5 +1,8 @@
 // Package orchestrator owns the life of a workflow: it consumes submissions,
-// plans (an explicit plan, or a single echo step for a bare query), validates
+// plans (an explicit plan; for a bare query a Planner: the heuristic seed
+// flows, an LLM through an OpenAI-compatible endpoint, semantic discovery,
+// echo as the last resort), applies control messages (cancel, resume,
+// approve/reject) and forks from checkpoint revisions, validates
 // the plan and groups it into Kahn stages, dispatches each step whose
 // dependencies are done as io.agentbus.step.requested.v1 on the step's
 // capability subject, collects replies, passes dependency outputs on, and

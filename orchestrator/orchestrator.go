@@ -83,6 +83,7 @@ type Orchestrator struct {
 	// so that its replies arriving together do not fight over the
 	// checkpoint revision; across processes the revision check decides.
 	stripes     [64]sync.Mutex
+	cache       sync.Map // checkpoint key → cached
 	cfg         Config
 	bus         *bus.Bus
 	log         *slog.Logger

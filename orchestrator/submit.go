@@ -38,6 +38,22 @@ func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) er
 		return fmt.Errorf("%w: %w", bus.ErrPoison, err)
 	}
 	cp := newCheckpoint(p.Tenant, workflow, sub.Query, time.Now().UTC())
+	// Planning may wait on an LLM for longer than AckWait: keep the
+	// submission ours meanwhile, or it would be planned twice.
+	hb, stopHB := context.WithCancel(ctx)
+	defer stopHB()
+	go func() {
+		t := time.NewTicker(max(o.cfg.AckWait/3, 100*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-hb.Done():
+				return
+			case <-t.C:
+				_ = d.InProgress()
+			}
+		}
+	}()
 	if sub.Fork != nil {
 		err = o.fork(ctx, cp, *sub.Fork)
 	} else {

@@ -83,9 +83,11 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, workflow string, 
 			// little, with jitter, before reading it again.
 			time.Sleep(time.Duration(rand.Int64N(int64(attempt)*int64(time.Millisecond))) + 100*time.Microsecond)
 		}
-		cp, rev, err := o.load(ctx, tenant, workflow)
-		if err != nil {
-			return err
+		cp, rev, fromCache := o.cached(key, attempt)
+		if !fromCache {
+			if cp, rev, err = o.load(ctx, tenant, workflow); err != nil {
+				return err
+			}
 		}
 		stale := len(cp.Outbox) > 0
 		if stale {
@@ -99,13 +101,22 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, workflow string, 
 			cp.ResumeCount++
 		}
 		err = fn(cp)
+		if errors.Is(err, errNoChange) && fromCache {
+			// "Nothing to do" must be decided on the stored checkpoint, not
+			// on this process's copy: another orchestrator may have moved
+			// the workflow on (dispatched the step this reply answers).
+			o.cache.Delete(key)
+			continue
+		}
 		if errors.Is(err, errNoChange) {
 			if !stale {
 				return nil
 			}
 			if _, err = o.clear(ctx, key, cp, rev); errors.Is(err, bus.ErrConflict) {
+				o.cache.Delete(key)
 				continue
 			}
+			o.cache.Delete(key)
 			return err
 		}
 		if err != nil {
@@ -118,6 +129,7 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, workflow string, 
 		}
 		rev, err = o.checkpoints.Update(ctx, key, data, rev)
 		if errors.Is(err, bus.ErrConflict) {
+			o.cache.Delete(key)
 			continue
 		}
 		if err != nil {
@@ -132,16 +144,62 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, workflow string, 
 // transition got there first (which then flushed it itself).
 func (o *Orchestrator) flush(ctx context.Context, key string, cp *Checkpoint, rev uint64) error {
 	if len(cp.Outbox) == 0 {
+		o.remember(key, cp, rev)
 		return nil
 	}
 	if err := o.publish(ctx, cp); err != nil {
+		o.cache.Delete(key)
 		return err
 	}
 	cp.Outbox = nil
-	if _, err := o.clear(ctx, key, cp, rev); err != nil && !errors.Is(err, bus.ErrConflict) {
-		return err
+	rev, err := o.clear(ctx, key, cp, rev)
+	if err != nil {
+		o.cache.Delete(key)
+		if !errors.Is(err, bus.ErrConflict) {
+			return err
+		}
+		return nil
 	}
+	o.remember(key, cp, rev)
 	return nil
+}
+
+// cached is this process's copy of a checkpoint as it last wrote it, which
+// saves the read of the next transition; a conflict on write proves it
+// stale, and the retry reads the bucket. Only the first attempt uses it.
+type cached struct {
+	data []byte
+	rev  uint64
+}
+
+func (o *Orchestrator) cached(key string, attempt int) (*Checkpoint, uint64, bool) {
+	if attempt > 0 {
+		return nil, 0, false
+	}
+	v, ok := o.cache.Load(key)
+	if !ok {
+		return nil, 0, false
+	}
+	c := v.(cached)
+	var cp Checkpoint
+	if json.Unmarshal(c.data, &cp) != nil {
+		return nil, 0, false
+	}
+	return &cp, c.rev, true
+}
+
+// remember caches a checkpoint this process just stored at rev; a finished
+// workflow is forgotten.
+func (o *Orchestrator) remember(key string, cp *Checkpoint, rev uint64) {
+	if cp.Status.Terminal() {
+		o.cache.Delete(key)
+		return
+	}
+	data, err := json.Marshal(cp)
+	if err != nil {
+		return
+	}
+	o.cache.Store(key, cached{data: data, rev: rev})
 }
 
 // clear writes cp (with an empty outbox) if it had one at rev.

@@ -45,6 +45,7 @@ func (f *connectFlags) connect(ctx context.Context, name string) (*bus.Bus, func
 
 func newOrchestrator() *cobra.Command {
 	var f connectFlags
+	var pf planFlags
 	cmd := &cobra.Command{
 		Use:   "orchestrator",
 		Short: "Run an orchestrator against a NATS server; run several for availability",
@@ -57,7 +58,11 @@ func newOrchestrator() *cobra.Command {
 			}
 			defer closeBus()
 			log, _ := newLogger(f.logLevel)
-			o, err := orchestrator.New(ctx, orchestrator.Config{Bus: b, Logger: log})
+			cfg, err := pf.config(b, log)
+			if err != nil {
+				return err
+			}
+			o, err := orchestrator.New(ctx, cfg)
 			if err != nil {
 				return err
 			}
@@ -66,6 +71,7 @@ func newOrchestrator() *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	pf.register(cmd)
 	return cmd
 }
 

@@ -20,6 +20,7 @@ type serveFlags struct {
 	data, natsAddr, httpAddr, natsConfig, logLevel string
 	eventsMaxAge                                   time.Duration
 	worker                                         workerFlags
+	plan                                           planFlags
 }
 
 func newServe() *cobra.Command {
@@ -40,6 +41,7 @@ func newServe() *cobra.Command {
 	fl.DurationVar(&f.eventsMaxAge, "events-max-age", 7*24*time.Hour, "how long workflow events are kept for replay")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.worker.register(cmd)
+	f.plan.register(cmd)
 	return cmd
 }
 
@@ -92,7 +94,11 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
-	o, err := orchestrator.New(ctx, orchestrator.Config{Bus: b, Logger: log})
+	ocfg, err := f.plan.config(b, log)
+	if err != nil {
+		return err
+	}
+	o, err := orchestrator.New(ctx, ocfg)
 	if err != nil {
 		return err
 	}
