@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 )
 
 // Request is one plan step as an agent sees it.
@@ -22,6 +23,8 @@ type Request struct {
 	Input json.RawMessage
 	// DependencyOutputs holds the output of every step this one depends on.
 	DependencyOutputs map[string]json.RawMessage
+	// timeout is the plan's limit for this step, if any.
+	timeout time.Duration
 }
 
 // Emitter publishes a running step's client events to its workflow's event

@@ -204,6 +204,7 @@ func (w *Worker) handle(ctx context.Context, r *running, d *bus.Delivery) error 
 	req := Request{
 		TenantID: env.TenantID, WorkflowID: env.WorkflowID, StepID: sr.StepID, Capability: sr.Capability,
 		Attempt: sr.Attempt, Delivery: int(d.Delivered), Query: sr.Query, Input: sr.Input, DependencyOutputs: sr.DependencyOutputs,
+		timeout: time.Duration(sr.TimeoutMS) * time.Millisecond,
 	}
 	key, _ := subjects.CheckpointKey(req.TenantID, req.WorkflowID)
 	if reason, ok := w.cancels.isCanceled(key); ok {
@@ -275,7 +276,11 @@ func (w *Worker) reply(ctx context.Context, req Request, typ events.Type, payloa
 // run calls the agent under StepTimeout with in-progress acks while it
 // works, and turns a panic or an invalid output into an error.
 func (w *Worker) run(ctx context.Context, a Agent, req Request, d *bus.Delivery) (out json.RawMessage, err error) {
-	sctx, cancel := context.WithTimeout(ctx, w.cfg.StepTimeout)
+	limit := w.cfg.StepTimeout
+	if req.timeout > 0 && req.timeout < limit {
+		limit = req.timeout
+	}
+	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	hb, stop := context.WithCancel(ctx)
 	defer stop()
@@ -299,7 +304,7 @@ func (w *Worker) run(ctx context.Context, a Agent, req Request, d *bus.Delivery)
 	out, err = a.Handle(sctx, req, &stepEmitter{bus: w.cfg.Bus, req: req, source: events.SourceAgentPrefix + req.Capability})
 	if err != nil {
 		if errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			return nil, fmt.Errorf("agents: step timed out after %s: %w", w.cfg.StepTimeout, err)
+			return nil, fmt.Errorf("agents: step timed out after %s: %w", limit, err)
 		}
 		return nil, err
 	}

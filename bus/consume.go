@@ -18,6 +18,12 @@ import (
 // terminated instead of redelivered.
 var ErrPoison = errors.New("bus: poison message")
 
+// RetryAfter asks for the delivery to be redelivered after d (a durable
+// timer that is not due yet), not counted as a failure.
+type RetryAfter struct{ Delay time.Duration }
+
+func (r *RetryAfter) Error() string { return fmt.Sprintf("bus: retry after %s", r.Delay) }
+
 // ErrHandBack marks a handler that gave its message up unfinished (a worker
 // shutting down): it is naked for immediate redelivery to another consumer.
 var ErrHandBack = errors.New("bus: handed back")
@@ -212,7 +218,10 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumeConfig, h Handler, m jetstr
 		d.Sequence, d.Delivered = md.Sequence.Stream, md.NumDelivered
 	}
 	err = b.safeCall(ctx, h, d)
+	var ra *RetryAfter
 	switch {
+	case errors.As(err, &ra):
+		_ = m.NakWithDelay(ra.Delay)
 	case err == nil:
 		if err := m.Ack(); err != nil {
 			b.log.Warn("ack failed", "subject", m.Subject(), "err", err)

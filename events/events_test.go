@@ -21,7 +21,7 @@ var (
 	allKind = []events.Type{
 		events.TypeWorkflowSubmitted, events.TypeStepRequested, events.TypeStepCompleted,
 		events.TypeStepFailed, events.TypeControl, events.TypeStatus, events.TypeProgress,
-		events.TypeArtifact, events.TypeError, events.TypeComplete, events.TypeCancelled,
+		events.TypeArtifact, events.TypeError, events.TypeComplete, events.TypeCancelled, events.TypeDeadline,
 	}
 )
 
@@ -77,6 +77,7 @@ var payloads = map[events.Type]any{
 		DurationMS: 4021,
 	},
 	events.TypeCancelled: &events.Cancelled{Reason: "canceled by user"},
+	events.TypeDeadline:  &events.Deadline{At: time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)},
 }
 
 func TestTypes(t *testing.T) {

@@ -24,6 +24,9 @@ type PlanStep struct {
 	// RequiresApproval holds the step's result for a human decision unless
 	// its output carries a "confidence" at or above the threshold.
 	RequiresApproval bool `json:"requires_approval,omitempty"`
+	// TimeoutMS bounds one run of the step (the worker's own limit still
+	// applies if lower).
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 }
 
 // WorkflowSubmitted is the data of TypeWorkflowSubmitted: a bare query, an
@@ -35,6 +38,14 @@ type WorkflowSubmitted struct {
 	// Fork starts this workflow from another's checkpoint revision: its
 	// plan, and the outputs of the tasks completed by then.
 	Fork *ForkOf `json:"fork,omitempty"`
+	// TimeoutMS bounds the whole workflow: past it, it fails with code
+	// "timeout" and its running steps are canceled.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+}
+
+// Deadline is the data of TypeDeadline.
+type Deadline struct {
+	At time.Time `json:"at"`
 }
 
 // ForkOf names the checkpoint a forked workflow starts from.
@@ -52,6 +63,7 @@ type StepRequested struct {
 	Query             string                     `json:"query,omitempty"`
 	Input             json.RawMessage            `json:"input,omitempty"`
 	DependencyOutputs map[string]json.RawMessage `json:"dependency_outputs,omitempty"`
+	TimeoutMS         int64                      `json:"timeout_ms,omitempty"`
 }
 
 // StepCompleted is the data of TypeStepCompleted.

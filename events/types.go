@@ -17,6 +17,9 @@ const (
 	TypeStepFailed Type = "io.agentbus.step.failed.v1"
 	// TypeControl is a control message (cancel); data is Control.
 	TypeControl Type = "io.agentbus.workflow.control.v1"
+	// TypeDeadline is a workflow's durable timer, held on its reply subject
+	// until it is due; data is Deadline.
+	TypeDeadline Type = "io.agentbus.workflow.deadline.v1"
 
 	// TypeStatus is a client event: the workflow's or a step's state changed; data is Status.
 	TypeStatus Type = "io.agentbus.workflow.status.v1"
@@ -40,6 +43,7 @@ var typeInfo = map[Type]struct{ schema, short string }{
 	TypeStepCompleted:     {"step.completed", "step.completed"},
 	TypeStepFailed:        {"step.failed", "step.failed"},
 	TypeControl:           {"control", "control"},
+	TypeDeadline:          {"deadline", "deadline"},
 	TypeStatus:            {"status", "status"},
 	TypeProgress:          {"progress", "progress"},
 	TypeArtifact:          {"artifact", "artifact"},

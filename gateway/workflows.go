@@ -23,6 +23,7 @@ type SubmitRequest struct {
 	Query      string            `json:"query,omitempty"`
 	Plan       *events.Plan      `json:"plan,omitempty"`
 	Metadata   map[string]string `json:"metadata,omitempty"`
+	TimeoutMS  int64             `json:"timeout_ms,omitempty"`
 }
 
 // SubmitResponse is the answer to POST /v1/workflows.
@@ -81,7 +82,7 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: err.Error()})
 		return
 	}
-	g.start(w, r, tenant, req.WorkflowID, events.WorkflowSubmitted{Query: req.Query, Plan: req.Plan, Metadata: req.Metadata})
+	g.start(w, r, tenant, req.WorkflowID, events.WorkflowSubmitted{Query: req.Query, Plan: req.Plan, Metadata: req.Metadata, TimeoutMS: req.TimeoutMS})
 }
 
 // start publishes a submission for a new workflow (id generated if empty),

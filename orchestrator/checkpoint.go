@@ -34,6 +34,8 @@ type Checkpoint struct {
 	ResumeCount int `json:"resume_count"`
 	// Parent is the checkpoint a forked workflow started from.
 	Parent *events.ForkOf `json:"parent,omitempty"`
+	// Deadline, if set, is when the workflow fails with code "timeout".
+	Deadline *time.Time `json:"deadline,omitempty"`
 	// Canceled says why the workflow was canceled.
 	Canceled string `json:"canceled,omitempty"`
 	// EventCount is how many client events the workflow has emitted; the

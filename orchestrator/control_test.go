@@ -293,3 +293,41 @@ func TestOptionalStepsAndFallbacks(t *testing.T) {
 		t.Fatal("completion did not say the results are partial")
 	}
 }
+
+func TestWorkflowDeadlineFailsAndCancelsRunningSteps(t *testing.T) {
+	observed := make(chan struct{})
+	block := newFn("block", func(ctx context.Context, _ agents.Request) (json.RawMessage, error) {
+		<-ctx.Done()
+		close(observed)
+		return nil, ctx.Err()
+	})
+	s := startStack(t, block)
+	submit(t, s.env.Bus, "default", "late", events.WorkflowSubmitted{Plan: plan(step("A", "block")), TimeoutMS: 300})
+	end := last(t, collect(t, s.env.Bus, "default", "late"))
+	var e events.Error
+	if end.Type != events.TypeError || json.Unmarshal(end.Data, &e) != nil || e.Code != events.CodeTimeout || !strings.Contains(e.Message, "300ms") {
+		t.Fatalf("ended %s %s", end.Type, end.Data)
+	}
+	select {
+	case <-observed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the running step was not cancelled at the deadline")
+	}
+	// A workflow that finishes in time is not touched by its timer.
+	submit(t, s.env.Bus, "default", "early", events.WorkflowSubmitted{Query: "quick", TimeoutMS: 200})
+	if end := last(t, collect(t, s.env.Bus, "default", "early")); end.Type != events.TypeComplete {
+		t.Fatalf("early ended %s", end.Type)
+	}
+	waitFor(t, "the spent timer consumed", func() bool {
+		st, err := s.env.Bus.JetStream().Stream(t.Context(), subjects.StreamReplies)
+		if err != nil {
+			return false
+		}
+		info, err := st.Info(t.Context())
+		return err == nil && info.State.Msgs == 0
+	})
+	cp, _ := s.orch.Checkpoint(t.Context(), "default", "early")
+	if cp.Status != events.StateCompleted {
+		t.Fatalf("early workflow is %s after its deadline", cp.Status)
+	}
+}

@@ -66,7 +66,7 @@ func (o *Orchestrator) dispatch(cp *Checkpoint, s events.PlanStep, t *Task, deps
 	t.Status = events.StateWorking
 	now := time.Now().UTC()
 	t.DispatchedAt = &now
-	req := events.StepRequested{StepID: s.ID, Capability: t.Capability, Attempt: t.Attempt, Query: cp.Query, Input: s.Input}
+	req := events.StepRequested{StepID: s.ID, Capability: t.Capability, Attempt: t.Attempt, Query: cp.Query, Input: s.Input, TimeoutMS: s.TimeoutMS}
 	if len(deps) > 0 {
 		req.DependencyOutputs = deps
 	}

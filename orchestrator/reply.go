@@ -35,6 +35,15 @@ func (o *Orchestrator) handleReply(ctx context.Context, d *bus.Delivery) error {
 			return fmt.Errorf("%w: %w", bus.ErrPoison, err)
 		}
 		apply = func(cp *Checkpoint) error { return o.failed(cp, r) }
+	case events.TypeDeadline:
+		var dl events.Deadline
+		if err := env.Unmarshal(&dl); err != nil {
+			return fmt.Errorf("%w: %w", bus.ErrPoison, err)
+		}
+		if wait := time.Until(dl.At); wait > 0 {
+			return &bus.RetryAfter{Delay: wait}
+		}
+		return o.expire(ctx, p.Tenant, p.Last)
 	default:
 		return fmt.Errorf("%w: %s on a reply subject", bus.ErrPoison, env.Type)
 	}

@@ -102,6 +102,11 @@ func (o *Orchestrator) plan(ctx context.Context, cp *Checkpoint, sub events.Work
 		cp.Tasks[s.ID] = &Task{Capability: s.Capability, Status: events.StateSubmitted}
 	}
 	cp.Status = events.StateWorking
+	if sub.TimeoutMS > 0 {
+		if err := o.arm(cp, time.Duration(sub.TimeoutMS)*time.Millisecond); err != nil {
+			return err
+		}
+	}
 	msg := fmt.Sprintf("planned %d steps in %d stages%s", len(cp.Plan.Steps), len(stages), why)
 	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateWorking, Message: msg}); err != nil {
 		return err

@@ -24,6 +24,7 @@ var allNames = []string{
 	"complete",
 	"control",
 	"control.request",
+	"deadline",
 	"error",
 	"fork.request",
 	"plan",
