@@ -38,6 +38,11 @@ type Config struct {
 	// KeepAlive is the interval of SSE keepalive comments; default 15s.
 	KeepAlive time.Duration
 	Logger    *slog.Logger
+	// WS configures WebSocket streams; Auth, tokens and tenants; A2A, the
+	// A2A protocol surface.
+	WS   WSConfig
+	Auth AuthConfig
+	A2A  A2AConfig
 }
 
 func (c *Config) setDefaults() {
@@ -56,6 +61,9 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.WS.setDefaults()
+	c.Auth.setDefaults()
+	c.A2A.setDefaults()
 }
 
 // Validate reports every problem with the configuration.
@@ -73,6 +81,7 @@ func (c Config) Validate() error {
 	if c.KeepAlive < time.Second {
 		errs = append(errs, fmt.Errorf("gateway: keepalive %s is below 1s", c.KeepAlive))
 	}
+	errs = append(errs, c.WS.Validate(), c.Auth.Validate(), c.A2A.Validate())
 	return errors.Join(errs...)
 }
 
@@ -121,6 +130,9 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc("POST /v1/workflows/{id}/cancel", g.control(events.ActionCancel))
 	g.mux.HandleFunc("POST /v1/workflows/{id}/resume", g.control(events.ActionResume))
 	g.mux.HandleFunc("POST /v1/workflows/{id}/approve", g.control(events.ActionApprove))
+	g.routesWS()
+	g.routesA2A()
+	g.routesAuth()
 }
 
 // Handler returns the gateway's routes, for tests and embedding.

@@ -40,19 +40,6 @@ type SubmitResponse struct {
 	EventsSubject string `json:"events_subject"`
 }
 
-// tenant returns the request's tenant or writes a 400.
-func (g *Gateway) tenant(w http.ResponseWriter, r *http.Request) (string, bool) {
-	t := r.Header.Get(TenantHeader)
-	if t == "" {
-		return DefaultTenant, true
-	}
-	if err := subjects.ValidTenant(t); err != nil {
-		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_tenant", Message: fmt.Sprintf("header %s: %v", TenantHeader, err)})
-		return "", false
-	}
-	return t, true
-}
-
 func (g *Gateway) submit(w http.ResponseWriter, r *http.Request) {
 	tenant, ok := g.tenant(w, r)
 	if !ok {
