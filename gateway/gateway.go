@@ -136,7 +136,7 @@ func (g *Gateway) routes() {
 }
 
 // Handler returns the gateway's routes, for tests and embedding.
-func (g *Gateway) Handler() http.Handler { return g.mux }
+func (g *Gateway) Handler() http.Handler { return g.wrap(g.mux) }
 
 // Listen binds the listen address (port 0 picks one) and returns the bound
 // address; Run serves on it.
@@ -160,7 +160,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		return err
 	}
 	g.mu.Lock()
-	g.server = &http.Server{Handler: g.mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	g.server = &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	srv, l := g.server, g.listener
 	g.mu.Unlock()
 	errc := make(chan error, 1)
