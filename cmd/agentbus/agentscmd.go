@@ -24,7 +24,7 @@ func newAgents() *cobra.Command {
 		Short: "List registered agent instances with their health and load, or rank agents for a query",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c := newClient(f.url, f.tenant)
+			c := newClientFor(f)
 			path := "/v1/agents"
 			if query != "" {
 				path += "?query=" + url.QueryEscape(query) + "&k=" + strconv.Itoa(k)

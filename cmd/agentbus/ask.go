@@ -16,14 +16,15 @@ import (
 )
 
 type clientFlags struct {
-	url, tenant string
-	json        bool
+	url, tenant, token string
+	json               bool
 }
 
 func (f *clientFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.url, "url", "http://127.0.0.1:8080", "agentbus gateway URL")
 	cmd.Flags().StringVar(&f.tenant, "tenant", gateway.DefaultTenant, "tenant id")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print each event as one JSON line")
+	cmd.Flags().StringVar(&f.token, "token", "", "bearer token (when the gateway has auth on); also AGENTBUS_TOKEN")
 }
 
 func newAsk() *cobra.Command {
@@ -50,7 +51,7 @@ func newAsk() *cobra.Command {
 			if req.Query == "" && req.Plan == nil {
 				return &exitError{code: exitUsage, msg: "give a QUERY or --plan FILE"}
 			}
-			c := newClient(f.url, f.tenant)
+			c := newClientFor(f)
 			out := cmd.OutOrStdout()
 			sub, err := c.submit(cmd.Context(), req)
 			if err != nil {
@@ -111,7 +112,7 @@ func newWatch() *cobra.Command {
 			"Exit status: 0 completed, 1 failed, 2 canceled, 3 usage or connection error.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return followAndPrint(cmd, newClient(f.url, f.tenant), f, args[0], from)
+			return followAndPrint(cmd, newClientFor(f), f, args[0], from)
 		},
 	}
 	f.register(cmd)

@@ -21,11 +21,19 @@ import (
 type client struct {
 	base   string
 	tenant string
+	token  string
 	http   *http.Client
 }
 
 func newClient(base, tenant string) *client {
 	return &client{base: strings.TrimRight(base, "/"), tenant: tenant, http: &http.Client{}}
+}
+
+// newClientFor builds a client from the common client flags.
+func newClientFor(f clientFlags) *client {
+	c := newClient(f.url, f.tenant)
+	c.token = f.token
+	return c
 }
 
 func (c *client) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
@@ -37,6 +45,9 @@ func (c *client) do(ctx context.Context, method, path string, body []byte) (*htt
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set(gateway.TenantHeader, c.tenant)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach agentbus at %s: %w", c.base, err)

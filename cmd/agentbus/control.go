@@ -28,7 +28,7 @@ func newControl(action, short string) *cobra.Command {
 				req.Approve = &no
 			}
 			body, _ := json.Marshal(req)
-			c := newClient(f.url, f.tenant)
+			c := newClientFor(f)
 			resp, err := c.do(cmd.Context(), http.MethodPost, "/v1/workflows/"+args[0]+"/"+action, body)
 			if err != nil {
 				return &exitError{code: exitUsage, msg: err.Error()}
