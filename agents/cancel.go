@@ -113,3 +113,27 @@ func (w *Worker) watchCancels(ctx context.Context) error {
 		w.cancels.cancel(key, c.Reason)
 	})
 }
+
+// stillCanceled confirms a cancel mark against KV AGENTBUS_CONTROL before a
+// step is dropped: a cancel that did not apply, or one cleared by a resume,
+// is withdrawn there, and the watch may not have caught up yet.
+func (w *Worker) stillCanceled(ctx context.Context, key string) bool {
+	kv, err := w.cfg.Bus.KV(ctx, subjects.BucketControl)
+	if err != nil {
+		return true // cannot tell: the safe side is not to run it
+	}
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, bus.ErrNotFound) {
+		w.cancels.forget(key)
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	var rec events.ControlRecord
+	if json.Unmarshal(e.Value, &rec) != nil || !rec.Canceled {
+		w.cancels.forget(key)
+		return false
+	}
+	return true
+}

@@ -207,7 +207,7 @@ func (w *Worker) handle(ctx context.Context, r *running, d *bus.Delivery) error 
 		timeout: time.Duration(sr.TimeoutMS) * time.Millisecond,
 	}
 	key, _ := subjects.CheckpointKey(req.TenantID, req.WorkflowID)
-	if reason, ok := w.cancels.isCanceled(key); ok {
+	if reason, ok := w.cancels.isCanceled(key); ok && w.stillCanceled(ctx, key) {
 		w.log.Info("step of a canceled workflow dropped", "workflow", req.WorkflowID, "step", req.StepID, "reason", reason)
 		return nil // acked, never run
 	}

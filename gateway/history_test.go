@@ -3,13 +3,17 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/gateway"
 )
 
@@ -121,12 +125,7 @@ func TestCheckpointHistoryAndFork(t *testing.T) {
 	} {
 		r := s.mustDo(t, http.MethodPost, "/v1/workflows/origin/fork", []byte(c.body))
 		e := wantError(t, "fork "+c.body, r, http.StatusBadRequest, "invalid_request")
-		if !slices.ContainsFunc(e.Error.Problems, func(p struct {
-			Pointer string `json:"pointer"`
-			Message string `json:"message"`
-		}) bool {
-			return p.Pointer == c.pointer
-		}) {
+		if !hasPointer(e, c.pointer) {
 			t.Errorf("fork %s: problems lack pointer %q: %s", c.body, c.pointer, r.Body)
 		}
 	}
@@ -224,7 +223,7 @@ func TestListWorkflowsByStatusAndPage(t *testing.T) {
 		}
 		sorted := slices.Clone(got)
 		sort.Strings(sorted)
-		if !slices.Equal(sorted, want) || len(slices.Compact(sorted)) != len(got) {
+		if !slices.Equal(sorted, want) {
 			t.Fatalf("status %q, pages of 2 gave %v, want every one of %v exactly once", status, got, want)
 		}
 		if wantPages := (len(want) + 1) / 2; pages != wantPages {
@@ -236,4 +235,114 @@ func TestListWorkflowsByStatusAndPage(t *testing.T) {
 		r := s.mustDo(t, http.MethodGet, "/v1/workflows?"+q, nil)
 		wantError(t, "GET /v1/workflows?"+q, r, http.StatusBadRequest, "invalid_request")
 	}
+}
+
+func TestResumeAFailedWorkflow(t *testing.T) {
+	var failing atomic.Bool
+	failing.Store(true)
+	first := newFn("first", func(context.Context, agents.Request) (json.RawMessage, error) {
+		return json.RawMessage(`"first done"`), nil
+	})
+	flaky := newFn("flaky", func(_ context.Context, req agents.Request) (json.RawMessage, error) {
+		if failing.Load() {
+			return nil, fmt.Errorf("%w: backend down", agents.ErrPermanent)
+		}
+		return json.Marshal(req.DependencyOutputs)
+	})
+	s := startStackWith(t, first, flaky)
+	sub := s.mustSubmit(t, map[string]any{"workflow_id": "resumable", "plan": plan("A:first", "B:flaky:A", "C:echo:B")})
+	_, fs := s.mustFollow(t, sub.EventsURL)
+	failedAt := fs[len(fs)-1]
+	if e := errorData(t, failedAt); e.StepID != "B" {
+		t.Fatalf("failure %+v, want one naming step B", e)
+	}
+	if st := s.state(t, sub.StateURL); st["status"] != "failed" {
+		t.Fatalf("state status %v, want failed", st["status"])
+	}
+
+	failing.Store(false)
+	s.ctl(t, "resumable", "resume", `{}`, http.StatusOK)
+	// The same stream continues after the failure.
+	_, more := s.mustFollow(t, sub.EventsURL+"?from="+strconv.FormatUint(failedAt.Offset, 10))
+	if end := more[len(more)-1]; end.Type != "complete" || !strings.Contains(string(end.Data), "first done") {
+		t.Fatalf("resumed stream ended with %s %s, want complete carrying A's output", end.Type, end.Data)
+	}
+	st := s.state(t, sub.StateURL)
+	if st["status"] != "completed" || st["resume_count"] != float64(1) {
+		t.Fatalf("state status %v resume_count %v, want completed 1", st["status"], st["resume_count"])
+	}
+	if n := first.calls.Load(); n != 1 {
+		t.Fatalf("completed step A ran %d times", n)
+	}
+	if res := s.ctl(t, "resumable", "resume", ``, http.StatusConflict); res.Status != "completed" {
+		t.Fatalf("resume of a completed workflow: %+v", res)
+	}
+}
+
+// TestAppliedResumeRunsTheSteps: a resume that answers 200 must run the
+// failed steps again, whatever control messages came before it.
+func TestAppliedResumeRunsTheSteps(t *testing.T) {
+	var failing, blocking atomic.Bool
+	flaky := newFn("flaky", func(ctx context.Context, _ agents.Request) (json.RawMessage, error) {
+		if blocking.Load() {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		if failing.Load() {
+			return nil, fmt.Errorf("%w: backend down", agents.ErrPermanent)
+		}
+		return json.RawMessage(`"flaky done"`), nil
+	})
+	s := startStackWith(t, flaky)
+	// completes checks that a resumed workflow completes after failedAt.
+	completes := func(t *testing.T, id string, failedAt frame, why string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), deadline/2)
+		defer cancel()
+		_, fs, err := s.follow(ctx, "/v1/workflows/"+id+"/events?from="+strconv.FormatUint(failedAt.Offset, 10))
+		if err != nil || fs[len(fs)-1].Type != "complete" {
+			st := s.state(t, "/v1/workflows/"+id)
+			t.Fatalf("resume answered 200 applied, but the workflow did not complete (state %v, tasks %v; %v). %s",
+				st["status"], st["tasks"], err, why)
+		}
+	}
+	const bug = "BUG: the worker drops every step of a workflow it once saw canceled (agents/worker.go:210, " +
+		"marked by agents/cancel.go:97 from KV AGENTBUS_CONTROL and agents/cancel.go:113 from any cancel message), " +
+		"and nothing clears that mark when orchestrator/control.go:114 resume applies"
+
+	t.Run("after a refused cancel", func(t *testing.T) {
+		failing.Store(true)
+		sub := s.mustSubmit(t, map[string]any{"workflow_id": "refused", "plan": plan("A:flaky", "B:echo:A")})
+		_, fs := s.mustFollow(t, sub.EventsURL)
+		failedAt := fs[len(fs)-1]
+		errorData(t, failedAt)
+		// A cancel of a failed workflow does not apply (409) and so must change nothing.
+		if res := s.ctl(t, "refused", "cancel", `{}`, http.StatusConflict); res.Status != "failed" {
+			t.Fatalf("cancel of a failed workflow: %+v", res)
+		}
+		failing.Store(false)
+		s.ctl(t, "refused", "resume", `{}`, http.StatusOK)
+		completes(t, "refused", failedAt, bug+"; here the refused cancel was recorded anyway "+
+			"(orchestrator/control.go:51 records before the transition decides it does not apply).")
+	})
+	t.Run("after a timeout", func(t *testing.T) {
+		blocking.Store(true)
+		sub := s.mustSubmit(t, map[string]any{"workflow_id": "timed-out", "plan": plan("A:flaky", "B:echo:A"), "timeout_ms": 300})
+		_, fs := s.mustFollow(t, sub.EventsURL)
+		failedAt := fs[len(fs)-1]
+		if e := errorData(t, failedAt); e.Code != events.CodeTimeout {
+			t.Fatalf("error %+v, want code timeout", e)
+		}
+		// A timed-out workflow is failed, and failed workflows can be resumed;
+		// refusing with 409 would be consistent, answering 200 and hanging is not.
+		blocking.Store(false)
+		r := s.mustDo(t, http.MethodPost, "/v1/workflows/timed-out/resume", []byte(`{}`))
+		if r.Status == http.StatusConflict {
+			return
+		}
+		if r.Status != http.StatusOK {
+			t.Fatalf("resume of a timed-out workflow: status %d: %s", r.Status, r.Body)
+		}
+		completes(t, "timed-out", failedAt, bug+"; here the expiry recorded a cancel (orchestrator/deadline.go:63).")
+	})
 }

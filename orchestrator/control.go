@@ -47,9 +47,21 @@ func (o *Orchestrator) control(ctx context.Context, n *bus.Notice) (events.Contr
 		return events.ControlResult{}, err
 	}
 	res := events.ControlResult{WorkflowID: p.Last}
-	if c.Action == events.ActionCancel {
+	switch c.Action {
+	case events.ActionCancel:
+		// Recorded before the transition, so that no step dispatched in
+		// between can run; withdrawn below if the cancel does not apply.
 		if err := o.recordCancel(ctx, p.Tenant, p.Last, c.Reason); err != nil {
 			return res, err
+		}
+	case events.ActionResume:
+		// A failed workflow may carry a cancel record (a timeout, or a
+		// cancel that came too late to apply): clear it before the steps
+		// go out again, or workers would drop them.
+		if cp, err := o.Checkpoint(ctx, p.Tenant, p.Last); err == nil && cp.Status == events.StateFailed {
+			if err := o.clearCancel(ctx, p.Tenant, p.Last); err != nil {
+				return res, err
+			}
 		}
 	}
 	err = o.transition(ctx, p.Tenant, p.Last, func(cp *Checkpoint) error {
@@ -71,7 +83,14 @@ func (o *Orchestrator) control(ctx context.Context, n *bus.Notice) (events.Contr
 		}
 		return err
 	})
+	if c.Action == events.ActionCancel && err == nil && res.Status != events.StateCanceled {
+		// Not applied (the workflow had already ended): withdraw the record.
+		if cerr := o.clearCancel(ctx, p.Tenant, p.Last); cerr != nil {
+			o.log.Warn("withdrawing a cancel that did not apply", "workflow", p.Last, "err", cerr)
+		}
+	}
 	if isNotFound(err) {
+		_ = o.clearCancel(ctx, p.Tenant, p.Last)
 		return res, fmt.Errorf("%w: %s", ErrNoWorkflow, p.Last)
 	}
 	return res, err
@@ -85,6 +104,17 @@ func (o *Orchestrator) recordCancel(ctx context.Context, tenant, workflow, reaso
 	b, _ := json.Marshal(events.ControlRecord{Canceled: true, Reason: reason, At: time.Now().UTC()})
 	_, err = o.controls.Put(ctx, key, b)
 	return err
+}
+
+func (o *Orchestrator) clearCancel(ctx context.Context, tenant, workflow string) error {
+	key, err := subjects.CheckpointKey(tenant, workflow)
+	if err != nil {
+		return err
+	}
+	if err := o.controls.Delete(ctx, key); err != nil && !isNotFound(err) {
+		return err
+	}
+	return nil
 }
 
 func (o *Orchestrator) cancel(cp *Checkpoint, c events.Control, res *events.ControlResult) error {
@@ -127,7 +157,7 @@ func (o *Orchestrator) resume(cp *Checkpoint, res *events.ControlResult) error {
 			n++
 		}
 	}
-	cp.Status, cp.Error = events.StateWorking, nil
+	cp.Status, cp.Error, cp.Deadline = events.StateWorking, nil, nil
 	cp.ResumeCount++
 	res.Applied, res.Message = true, fmt.Sprintf("resumed: %d steps run again", n)
 	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateWorking,
