@@ -18,7 +18,12 @@ import (
 const ControlQueue = "orchestrators"
 
 // handleControl applies a control message and answers it if asked.
+// Messages an orchestrator sent itself (the cancel that tells workers to
+// stop a timed-out workflow's steps) are for workers only.
 func (o *Orchestrator) handleControl(ctx context.Context, n *bus.Notice) {
+	if n.Envelope.Source == events.SourceOrchestrator {
+		return
+	}
 	res, err := o.control(ctx, n)
 	if err != nil {
 		o.log.Warn("control", "subject", n.Subject, "err", err)
