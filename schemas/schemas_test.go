@@ -33,6 +33,7 @@ var allNames = []string{
 	"step.completed",
 	"step.failed",
 	"step.requested",
+	"tokens",
 	"workflow.request",
 	"workflow.submitted",
 }

@@ -78,6 +78,7 @@ func newOrchestrator() *cobra.Command {
 func newGateway() *cobra.Command {
 	var f connectFlags
 	var addr string
+	var auth authFlags
 	cmd := &cobra.Command{
 		Use:   "gateway",
 		Short: "Run the HTTP gateway against a NATS server; run several behind a load balancer",
@@ -90,7 +91,7 @@ func newGateway() *cobra.Command {
 			}
 			defer closeBus()
 			log, _ := newLogger(f.logLevel)
-			g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: addr, Logger: log})
+			g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: addr, Logger: log, Auth: auth.config()})
 			if err != nil {
 				return &exitError{code: exitUsage, msg: err.Error()}
 			}
@@ -104,5 +105,6 @@ func newGateway() *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&addr, "http-addr", "127.0.0.1:8080", "HTTP listen address HOST:PORT")
+	auth.register(cmd)
 	return cmd
 }

@@ -21,6 +21,7 @@ type serveFlags struct {
 	eventsMaxAge                                   time.Duration
 	worker                                         workerFlags
 	plan                                           planFlags
+	auth                                           authFlags
 }
 
 func newServe() *cobra.Command {
@@ -42,6 +43,7 @@ func newServe() *cobra.Command {
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.worker.register(cmd)
 	f.plan.register(cmd)
+	f.auth.register(cmd)
 	return cmd
 }
 
@@ -102,7 +104,7 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 	if err != nil {
 		return err
 	}
-	g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: f.httpAddr, Logger: log})
+	g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: f.httpAddr, Logger: log, Auth: f.auth.config()})
 	if err != nil {
 		return &exitError{code: exitUsage, msg: err.Error()}
 	}

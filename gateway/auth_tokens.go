@@ -1,0 +1,187 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/agentbus/agentbus/schemas"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// Role says what a token may do.
+type Role string
+
+// The roles a token can have.
+const (
+	// RoleClient acts on its own tenant's workflows: submit, read, follow,
+	// control. X-Agentbus-Tenant is ignored for it.
+	RoleClient Role = "client"
+	// RoleAdmin acts on any tenant, chosen per request by X-Agentbus-Tenant
+	// (default: the token's own tenant).
+	RoleAdmin Role = "admin"
+	// RoleViewer reads its own tenant's workflows: GET and HEAD only; any
+	// other method is 403.
+	RoleViewer Role = "viewer"
+)
+
+// Token grants the bearer of a secret a tenant and a role. Its String,
+// GoString and LogValue never show the secret, so a Token can be logged.
+type Token struct {
+	Token  string `json:"token"`
+	Tenant string `json:"tenant"`
+	Role   Role   `json:"role"`
+}
+
+// String describes the grant without the secret.
+func (t Token) String() string { return fmt.Sprintf("token(tenant=%s role=%s)", t.Tenant, t.Role) }
+
+// GoString is String, so %#v cannot print the secret either.
+func (t Token) GoString() string { return t.String() }
+
+// LogValue logs the grant without the secret.
+func (t Token) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("tenant", t.Tenant), slog.String("role", string(t.Role)))
+}
+
+// secretPattern is the grammar of token strings: characters that are legal
+// in an Authorization: Bearer value, a cookie value and a WebSocket
+// subprotocol name alike (RFC 6750 b64token ∩ RFC 7230 tchar), at least 16
+// of them so that a token cannot be guessed. `openssl rand -hex 32` makes one.
+var secretPattern = regexp.MustCompile(`^[A-Za-z0-9._~+-]{16,512}$`)
+
+// secretRule is secretPattern in words, for error messages.
+const secretRule = "a token is 16 to 512 characters of A-Z a-z 0-9 . _ ~ + -"
+
+// ParseTokens decodes a token table, either a JSON array of
+// {"token", "tenant", "role"} or a JSON object from token to
+// {"tenant", "role"}, validated against the schema schemas.Tokens. An
+// invalid table is a *schemas.ValidationError naming the JSON pointer of
+// every problem; in the object form the token in a pointer is shortened to
+// its first four characters, so the error can be logged.
+func ParseTokens(data []byte) ([]Token, error) {
+	object := firstNonSpace(data) == '{'
+	if err := schemas.Validate(schemas.Tokens, data); err != nil {
+		var ve *schemas.ValidationError
+		if errors.As(err, &ve) && object {
+			for i := range ve.Problems {
+				ve.Problems[i].Pointer = redactTokenPointer(ve.Problems[i].Pointer)
+			}
+		}
+		return nil, fmt.Errorf("gateway: token table: %w", err)
+	}
+	var out []Token
+	var where []string // the JSON pointer of each token, redacted
+	if object {
+		var m map[string]struct {
+			Tenant string `json:"tenant"`
+			Role   Role   `json:"role"`
+		}
+		if err := json.Unmarshal(data, &m); err != nil {
+			return nil, fmt.Errorf("gateway: token table: %w", err)
+		}
+		for tok, g := range m {
+			out = append(out, Token{Token: tok, Tenant: g.Tenant, Role: g.Role})
+		}
+		// Map order is random; sort so that errors and logs are stable.
+		sort.Slice(out, func(i, j int) bool { return out[i].Token < out[j].Token })
+		for _, t := range out {
+			where = append(where, "/"+escapeRefToken(redactToken(t.Token)))
+		}
+	} else {
+		if err := json.Unmarshal(data, &out); err != nil {
+			return nil, fmt.Errorf("gateway: token table: %w", err)
+		}
+		for i := range out {
+			where = append(where, fmt.Sprintf("/%d/token", i))
+		}
+	}
+	if problems := checkSecrets(out, where); len(problems) > 0 {
+		return nil, fmt.Errorf("gateway: token table: %w", &schemas.ValidationError{Schema: schemas.Tokens, Problems: problems})
+	}
+	return out, nil
+}
+
+// checkSecrets checks what the schema leaves to Go: the grammar of each
+// token and that no token appears twice. where[i] names tokens[i].
+func checkSecrets(tokens []Token, where []string) []schemas.Problem {
+	var out []schemas.Problem
+	seen := map[[sha256.Size]byte]string{}
+	for i, t := range tokens {
+		if !secretPattern.MatchString(t.Token) {
+			out = append(out, schemas.Problem{Pointer: where[i], Message: secretRule})
+			continue
+		}
+		d := sha256.Sum256([]byte(t.Token))
+		if first, dup := seen[d]; dup {
+			out = append(out, schemas.Problem{Pointer: where[i], Message: "the same token as " + first})
+			continue
+		}
+		seen[d] = where[i]
+	}
+	return out
+}
+
+// validTokens reports every problem with a programmatic token list, for
+// AuthConfig.Validate; tokens are named by index, never shown.
+func validTokens(tokens []Token) error {
+	var errs []error
+	where := make([]string, len(tokens))
+	for i, t := range tokens {
+		where[i] = fmt.Sprintf("#%d", i)
+		if err := subjects.ValidTenant(t.Tenant); err != nil {
+			errs = append(errs, fmt.Errorf("gateway: auth token #%d: %w", i, err))
+		}
+		switch t.Role {
+		case RoleClient, RoleAdmin, RoleViewer:
+		default:
+			errs = append(errs, fmt.Errorf("gateway: auth token #%d: role %q: want client, admin or viewer", i, t.Role))
+		}
+	}
+	for _, p := range checkSecrets(tokens, where) {
+		errs = append(errs, fmt.Errorf("gateway: auth token %s: %s", p.Pointer, p.Message))
+	}
+	return errors.Join(errs...)
+}
+
+func firstNonSpace(b []byte) byte {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
+
+// redact shortens a token to its first four characters.
+func redactToken(tok string) string {
+	r := []rune(tok)
+	if len(r) < 12 {
+		return "…"
+	}
+	return string(r[:4]) + "…"
+}
+
+// redactTokenPointer redacts the first reference token of a JSON pointer, which
+// in the object form of the table is a token.
+func redactTokenPointer(p string) string {
+	if p == "" {
+		return p
+	}
+	first, rest, _ := strings.Cut(p[1:], "/")
+	first = strings.ReplaceAll(strings.ReplaceAll(first, "~1", "/"), "~0", "~")
+	out := "/" + escapeRefToken(redactToken(first))
+	if rest != "" {
+		out += "/" + rest
+	}
+	return out
+}
+
+func escapeRefToken(t string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
+}

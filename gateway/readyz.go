@@ -1,0 +1,63 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// Readiness is the answer of GET /readyz.
+type Readiness struct {
+	// Status is "ready" (200) or "not ready" (503).
+	Status string `json:"status"`
+	// Missing names what is not there, each with the reason: "NATS
+	// connection", "stream AGENTBUS_STEPS (…)", "bucket AGENTBUS_AGENTS (…)".
+	Missing []string `json:"missing,omitempty"`
+}
+
+// readyTimeout bounds one readiness check, all of its look-ups together.
+const readyTimeout = 3 * time.Second
+
+// readyz answers GET /readyz (open without a token, like /healthz): 200 when
+// the gateway can serve, i.e. NATS is connected and every stream and bucket
+// of DESIGN.md §2 exists with the events stream's epoch; else 503 naming
+// what is missing. /healthz only says the process is alive and connected.
+func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
+	missing := g.missing(r.Context())
+	if len(missing) > 0 {
+		writeJSON(w, http.StatusServiceUnavailable, Readiness{Status: "not ready", Missing: missing})
+		return
+	}
+	writeJSON(w, http.StatusOK, Readiness{Status: "ready"})
+}
+
+// missing lists what the gateway needs and cannot find.
+func (g *Gateway) missing(ctx context.Context) []string {
+	if !g.bus.Conn().IsConnected() {
+		return []string{"NATS connection (" + g.bus.Conn().Status().String() + ")"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	var out []string
+	epoch, err := g.bus.Epoch(ctx)
+	switch {
+	case err != nil:
+		out = append(out, "stream "+subjects.StreamEvents+" ("+err.Error()+")")
+	case epoch == "":
+		out = append(out, "stream "+subjects.StreamEvents+" has no epoch (metadata "+bus.EpochKey+")")
+	}
+	for _, name := range []string{subjects.StreamWorkflows, subjects.StreamSteps, subjects.StreamReplies, subjects.StreamDeadLetter} {
+		if _, err := g.bus.JetStream().Stream(ctx, name); err != nil {
+			out = append(out, "stream "+name+" ("+err.Error()+")")
+		}
+	}
+	for _, name := range []string{subjects.BucketCheckpoints, subjects.BucketAgents, subjects.BucketControl} {
+		if _, err := g.bus.KV(ctx, name); err != nil {
+			out = append(out, "bucket "+name+" ("+err.Error()+")")
+		}
+	}
+	return out
+}

@@ -1,0 +1,6 @@
+package schemas
+
+// Tokens names the schema of the gateway's token table (--tokens FILE or
+// AGENTBUS_TOKENS): a JSON array of {"token", "tenant", "role"} or a JSON
+// object from token to {"tenant", "role"}.
+const Tokens = "tokens"
