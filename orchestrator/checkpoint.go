@@ -34,6 +34,8 @@ type Checkpoint struct {
 	ResumeCount int `json:"resume_count"`
 	// Parent is the checkpoint a forked workflow started from.
 	Parent *events.ForkOf `json:"parent,omitempty"`
+	// Metadata is the submission's metadata (e.g. an A2A context id).
+	Metadata map[string]string `json:"metadata,omitempty"`
 	// Deadline, if set, is when the workflow fails with code "timeout".
 	Deadline *time.Time `json:"deadline,omitempty"`
 	// Canceled says why the workflow was canceled.

@@ -38,6 +38,7 @@ func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) er
 		return fmt.Errorf("%w: %w", bus.ErrPoison, err)
 	}
 	cp := newCheckpoint(p.Tenant, workflow, sub.Query, time.Now().UTC())
+	cp.Metadata = sub.Metadata
 	// Planning may wait on an LLM for longer than AckWait: keep the
 	// submission ours meanwhile, or it would be planned twice.
 	hb, stopHB := context.WithCancel(ctx)
