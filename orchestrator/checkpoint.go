@@ -133,17 +133,6 @@ func (cp *Checkpoint) planStep(id string) (events.PlanStep, bool) {
 	return events.PlanStep{}, false
 }
 
-// completedCount counts completed tasks.
-func (cp *Checkpoint) completedCount() int {
-	n := 0
-	for _, t := range cp.Tasks {
-		if t.Status == events.StateCompleted {
-			n++
-		}
-	}
-	return n
-}
-
 // fail ends the workflow with an error event.
 func (cp *Checkpoint) fail(e events.Error) error {
 	cp.Status, cp.Phase = events.StateFailed, PhaseDone
