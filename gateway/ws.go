@@ -1,11 +1,150 @@
 package gateway
 
-// WSConfig configures the WebSocket endpoint. The zero value means defaults.
-type WSConfig struct{}
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
 
-func (c *WSConfig) setDefaults() {}
+	"github.com/coder/websocket"
+)
+
+// WebSocket protocol of GET /v1/workflows/{id}/ws?from=OFFSET&epoch=EPOCH.
+//
+// Every server frame is a text message holding one JSON events.Frame
+// {offset, epoch, type, workflow_id, tenant_id, time, data}. The first is
+// `connected` (data: Connected), then, if the cursor (from, epoch) is void,
+// `reset` (see FrameReset and resolveStart), then the workflow's events in
+// offset order strictly after from (without from: from its first retained
+// event), live as they are stored. Frames the gateway adds (connected,
+// reset, control_result, frame_error) have offset 0; only event frames move
+// a client's cursor. The stream ends after the terminal event (complete,
+// error, cancelled) with a normal close; a resume at or after it gets
+// `connected` and the normal close.
+//
+// A client may send, on the same socket, {"type":"cancel","reason":…} and
+// {"type":"approve","approve":true|false,"comment":…,"step_id":…}; each is
+// answered by a control_result frame (error "forbidden" for a viewer's
+// token), a malformed one by a frame_error frame whose problems carry JSON
+// pointers — the connection stays open.
+//
+// Close codes:
+//
+//	1000 normal closure   the terminal event was sent, or nothing follows a resume
+//	1001 going away       the gateway is shutting down: resume from your last offset
+//	1008 policy violation idle: no pong and no client frame for IdleTimeout
+//	1009 message too big  a client frame exceeded ReadLimit
+//	1011 internal error   the event stream failed: resume from your last offset
+//	4008 slow consumer    CloseSlowConsumer: resume from your last offset
+//	(none)                a write blocked for IdleTimeout: the socket is dropped
+//
+// A client reconnecting with its last event offset (and the epoch it saw)
+// gets exactly the events after it: no gap, no duplicate, same order.
+
+// WSSubprotocol is the WebSocket subprotocol the gateway selects when a
+// client offers it. A browser that sends its token as a subprotocol
+// (BearerSubprotocol) must also offer this one: a browser fails a
+// handshake whose answer selects none of the subprotocols it offered.
+// Clients that offer none get none.
+const WSSubprotocol = "agentbus.v1"
+
+// CloseSlowConsumer is the close code of a WebSocket whose client, live on
+// the workflow's events, fell more than WSConfig.SendQueueBytes behind:
+// "slow consumer, resume from your last offset". The frames it did receive
+// are contiguous; nothing was skipped. (A client still replaying stored
+// events is never closed for being slow: the gateway reads the stream only
+// as fast as the client takes it.)
+const CloseSlowConsumer = 4008
+
+// WSConfig configures the WebSocket endpoint. The zero value means defaults.
+type WSConfig struct {
+	// SendQueueBytes bounds each connection's frames not yet written to the
+	// socket; a live client further behind is closed with
+	// CloseSlowConsumer. A single frame larger than the bound is still sent
+	// to a caught-up client. Default 1 MiB.
+	SendQueueBytes int
+	// PingInterval is how often the server pings; default 20s.
+	PingInterval time.Duration
+	// IdleTimeout closes a connection (1008) after this long without a pong
+	// or a client frame, and bounds how long one write may block; default 60s.
+	IdleTimeout time.Duration
+	// ReadLimit bounds one client frame; default 16 KiB.
+	ReadLimit int64
+	// OriginPatterns lets browsers on other origins connect (host patterns,
+	// as websocket.AcceptOptions); the request's own host is always allowed.
+	OriginPatterns []string
+}
+
+func (c *WSConfig) setDefaults() {
+	if c.SendQueueBytes == 0 {
+		c.SendQueueBytes = 1 << 20
+	}
+	if c.PingInterval == 0 {
+		c.PingInterval = 20 * time.Second
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 60 * time.Second
+	}
+	if c.ReadLimit == 0 {
+		c.ReadLimit = 16 << 10
+	}
+}
 
 // Validate reports every problem with the configuration.
-func (c WSConfig) Validate() error { return nil }
+func (c WSConfig) Validate() error {
+	var errs []error
+	if c.SendQueueBytes < 4096 {
+		errs = append(errs, fmt.Errorf("gateway: websocket send queue %d bytes is below 4096", c.SendQueueBytes))
+	}
+	if c.PingInterval < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("gateway: websocket ping interval %s is below 10ms", c.PingInterval))
+	}
+	if c.IdleTimeout <= c.PingInterval {
+		errs = append(errs, fmt.Errorf("gateway: websocket idle timeout %s must exceed the ping interval %s", c.IdleTimeout, c.PingInterval))
+	}
+	if c.ReadLimit < 512 {
+		errs = append(errs, fmt.Errorf("gateway: websocket read limit %d bytes is below 512", c.ReadLimit))
+	}
+	return errors.Join(errs...)
+}
 
-func (g *Gateway) routesWS() {}
+func (g *Gateway) routesWS() {
+	g.mux.HandleFunc("GET /v1/workflows/{id}/ws", g.ws)
+}
+
+// ws upgrades to a WebSocket that streams a workflow's events (see the
+// protocol above). Problems found before the upgrade — tenant, a bad
+// offset, an unknown workflow — are plain HTTP answers.
+func (g *Gateway) ws(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := g.tenant(w, r)
+	if !ok {
+		return
+	}
+	from, err := startOffset(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: err.Error()})
+		return
+	}
+	clientEpoch := r.URL.Query().Get("epoch")
+	if len(clientEpoch) > 256 {
+		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: "query parameter epoch: longer than 256 bytes"})
+		return
+	}
+	cp, ok := g.checkpoint(w, r, tenant)
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	st, err := g.resolveStart(r.Context(), tenant, id, from, clientEpoch, cp)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
+		return
+	}
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{WSSubprotocol}, OriginPatterns: g.cfg.WS.OriginPatterns})
+	if err != nil {
+		return // Accept answered the request
+	}
+	c.SetReadLimit(g.cfg.WS.ReadLimit)
+	wc := newWSConn(g, c, tenant, id, st.Epoch, g.mayControl(r))
+	wc.serve(r.Context(), st)
+}

@@ -1,0 +1,366 @@
+package gateway_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/bus/bustest"
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/gateway"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// BenchmarkWSReplay replays 100,000 stored events of one workflow over one
+// WebSocket, beside a raw nats.go ordered consumer reading the same events
+// from the same server in the same run. It reports both rates, their ratio
+// (goal ≥ 0.3) and the WebSocket's time to first event (dial included).
+//
+//	go test -run '^$' -bench BenchmarkWSReplay -benchtime 3x ./gateway
+func BenchmarkWSReplay(b *testing.B) {
+	const n = 100_000
+	env := bustest.New(b)
+	s := startGateway(b, env)
+	bareWorkflow(b, env, "replay", "completed")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	subj, _ := subjects.Events(gateway.DefaultTenant, "replay")
+	for i := 0; i < n; i += 1000 {
+		batch := make([]bus.Pending, 0, 1000)
+		for j := i; j < i+1000; j++ {
+			id := events.EventKey(gateway.DefaultTenant, "replay", j)
+			var e events.Envelope
+			var err error
+			if j == n-1 {
+				e, err = events.New(events.TypeComplete, id, events.SourceOrchestrator, gateway.DefaultTenant, "replay", "",
+					events.Complete{Result: json.RawMessage(`"done"`), Outputs: map[string]json.RawMessage{}})
+			} else {
+				e, err = events.New(events.TypeProgress, id, events.SourceOrchestrator, gateway.DefaultTenant, "replay", "",
+					events.Progress{CompletedSteps: j, TotalSteps: n, Percent: float64(j) / n * 100, Message: "step done"})
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			batch = append(batch, bus.Pending{Subject: subj, Env: e, MsgID: id})
+		}
+		if err := env.Bus.PublishBatch(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	var rawTotal, wsTotal, ttfeTotal time.Duration
+	for b.Loop() {
+		// Raw: an ordered consumer filtered to the workflow, counting messages.
+		start := time.Now()
+		cons, err := env.Bus.JetStream().OrderedConsumer(ctx, subjects.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		it, err := cons.Messages(jetstream.PullMaxMessages(256))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range n {
+			if _, err := it.Next(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		it.Stop()
+		rawTotal += time.Since(start)
+
+		// WebSocket: dial, then read frames to the normal close.
+		start = time.Now()
+		c, _, err := s.dialWS(ctx, "/v1/workflows/replay/ws")
+		if err != nil {
+			b.Fatal(err)
+		}
+		frames := 0
+		for {
+			_, r, err := c.Reader(ctx)
+			if err == nil {
+				_, err = io.Copy(io.Discard, r)
+			}
+			if err != nil {
+				if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+					b.Fatalf("after %d frames: %v", frames, err)
+				}
+				break
+			}
+			if frames++; frames == 2 { // after connected
+				ttfeTotal += time.Since(start)
+			}
+		}
+		wsTotal += time.Since(start)
+		if frames != n+1 {
+			b.Fatalf("%d frames, want connected + %d", frames, n)
+		}
+	}
+	rounds := float64(b.N)
+	rawRate := n * rounds / rawTotal.Seconds()
+	wsRate := n * rounds / wsTotal.Seconds()
+	b.ReportMetric(wsRate, "ws_events/s")
+	b.ReportMetric(rawRate, "raw_events/s")
+	b.ReportMetric(wsRate/rawRate, "ws/raw")
+	b.ReportMetric(float64(ttfeTotal.Microseconds())/rounds/1000, "ttfe_ms")
+}
+
+// fanoutEnv names the environment that turns TestWSFanoutClients into the
+// client process of BenchmarkWSFanout: "URL COUNT".
+const fanoutEnv = "AGENTBUS_WS_FANOUT"
+
+// BenchmarkWSFanout holds N WebSocket subscribers on one workflow while it
+// emits R events/s for 3 s, and reports the delivery latency (event time →
+// receipt by the client) p50/p99/max, the deliveries per second achieved and
+// the resident memory per idle connection. subs=1000/rate=500 is the goal
+// case (p99 ≤ 100 ms, ≤ 64 KiB per idle connection); the others show where
+// the machine's capacity lies.
+//
+// Method: the subscribers run in a child process (this test binary running
+// TestWSFanoutClients) so that the memory figure is the server side's
+// alone: the gateway and its NATS server run in this process. Once every
+// connection is open and idle (each has received `connected`): two GCs,
+// then (HeapInuse + StackInuse) minus the same figure before they
+// connected, divided by N. That is everything a subscriber costs the
+// server: its goroutines, the WebSocket and its buffers, and its ordered
+// consumer on both the NATS client and the (in-process) NATS server side.
+// Latency compares the event's time, stamped just before it is published,
+// with the child's clock at receipt (same host).
+//
+//	go test -run '^$' -bench BenchmarkWSFanout -benchtime 1x ./gateway
+func BenchmarkWSFanout(b *testing.B) {
+	for _, c := range []struct{ conns, rate int }{{1000, 500}, {1000, 50}, {100, 500}} {
+		b.Run(fmt.Sprintf("subs=%d/rate=%d", c.conns, c.rate), func(b *testing.B) {
+			for b.Loop() {
+				fanout(b, c.conns, c.rate, 3)
+			}
+		})
+	}
+}
+
+func fanout(b *testing.B, conns, rate, seconds int) {
+	env := bustest.New(b)
+	s := startGateway(b, env)
+	bareWorkflow(b, env, "fanout", "working")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	before, stack0, g0 := inUse(), stackInUse(), runtime.NumGoroutine()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestWSFanoutClients$", "-test.count=1")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d", fanoutEnv, "ws"+strings.TrimPrefix(s.base, "http")+"/v1/workflows/fanout/ws", conns))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	if !waitLine(lines, "ready") {
+		b.Fatalf("client process: no ready line: %v", cmd.Wait())
+	}
+	connected := time.Since(start)
+	perConn := float64(inUse()-before) / float64(conns)
+	stackPerConn := float64(stackInUse()-stack0) / float64(conns)
+	goroutines := float64(runtime.NumGoroutine()-g0) / float64(conns)
+
+	// The offered load is exactly rate events/s: each publish runs on its
+	// own (acks may lag under load), on the publisher's own connection, as
+	// an orchestrator's would be. The terminal event goes last.
+	pub := &bustest.Env{Bus: bustest.Connect(b, env), URL: env.URL}
+	n := rate * seconds
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	start = time.Now()
+	for i := range n - 1 {
+		<-tick.C
+		wg.Go(func() {
+			if _, err := publishEvent(ctx, pub, "fanout", i, false, 0); err != nil {
+				errs <- err
+			}
+		})
+	}
+	tick.Stop()
+	wg.Wait()
+	if _, err := publishEvent(ctx, pub, "fanout", n-1, true, 0); err != nil {
+		errs <- err
+	}
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	var res fanoutResult
+	for lines.Scan() {
+		if json.Unmarshal(lines.Bytes(), &res) == nil && res.Frames > 0 {
+			break
+		}
+	}
+	elapsed := time.Since(start)
+	if err := cmd.Wait(); err != nil || res.Frames != conns*n {
+		b.Fatalf("client process: %v; result %+v, want %d frames", err, res, conns*n)
+	}
+	b.ReportMetric(res.P50MS, "p50_ms")
+	b.ReportMetric(res.P99MS, "p99_ms")
+	b.ReportMetric(res.MaxMS, "max_ms")
+	b.ReportMetric(perConn/1024, "KiB/idle_conn")
+	b.ReportMetric(stackPerConn/1024, "stack_KiB/idle_conn")
+	b.ReportMetric(goroutines, "goroutines/conn")
+	b.ReportMetric(float64(res.Frames)/elapsed.Seconds(), "deliveries/s")
+	b.ReportMetric(connected.Seconds(), "connect_all_s")
+
+	// The handlers outlive their sockets briefly (each deletes its
+	// consumer); let them finish before the server stops under them.
+	for {
+		str, err := env.Bus.JetStream().Stream(ctx, subjects.StreamEvents)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if str.CachedInfo().State.Consumers == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			b.Fatalf("%d consumers left behind", str.CachedInfo().State.Consumers)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// inUse is the process's heap and stack in use after a full collection.
+func inUse() int64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse + m.StackInuse)
+}
+
+// stackInUse is the process's goroutine stacks in use.
+func stackInUse() int64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.StackInuse)
+}
+
+func waitLine(sc *bufio.Scanner, want string) bool {
+	for sc.Scan() {
+		if sc.Text() == want {
+			return true
+		}
+	}
+	return false
+}
+
+// fanoutResult is the client process's report, one JSON line.
+type fanoutResult struct {
+	Frames int     `json:"frames"`
+	P50MS  float64 `json:"p50_ms"`
+	P99MS  float64 `json:"p99_ms"`
+	MaxMS  float64 `json:"max_ms"`
+}
+
+// TestWSFanoutClients is BenchmarkWSFanout's client process; without its
+// environment it does nothing. It opens the connections, prints "ready"
+// once every one has its connected frame, reads every event to the
+// terminal one, and prints a fanoutResult.
+func TestWSFanoutClients(t *testing.T) {
+	spec := os.Getenv(fanoutEnv)
+	if spec == "" {
+		t.Skip("the client process of BenchmarkWSFanout")
+	}
+	var url string
+	var n int
+	if _, err := fmt.Sscan(spec, &url, &n); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var ready, done sync.WaitGroup
+	var mu sync.Mutex
+	var lat []time.Duration
+	dialing := make(chan struct{}, 64)
+	for range n {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			dialing <- struct{}{}
+			c, _, err := websocket.Dial(ctx, url, nil)
+			<-dialing
+			if err == nil {
+				_, _, err = c.Read(ctx) // connected
+			}
+			ready.Done()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.CloseNow()
+			mine := make([]time.Duration, 0, 2048)
+			for {
+				_, b, err := c.Read(ctx)
+				if err != nil {
+					if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+						t.Error(err)
+					}
+					break
+				}
+				now := time.Now()
+				// The event's time, without decoding the whole frame.
+				at, ok := frameTime(b)
+				if !ok {
+					t.Errorf("frame %s: no time", b)
+					break
+				}
+				mine = append(mine, now.Sub(at))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}()
+	}
+	ready.Wait()
+	fmt.Println("ready")
+	done.Wait()
+	slices.Sort(lat)
+	ms := func(q float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
+	}
+	r, _ := json.Marshal(fanoutResult{Frames: len(lat), P50MS: ms(0.50), P99MS: ms(0.99), MaxMS: ms(1)})
+	fmt.Println(string(r))
+}
+
+// frameTime finds a frame's time without decoding the whole frame.
+func frameTime(b []byte) (time.Time, bool) {
+	i := bytes.Index(b, []byte(`"time":"`))
+	if i < 0 {
+		return time.Time{}, false
+	}
+	b = b[i+len(`"time":"`):]
+	j := bytes.IndexByte(b, '"')
+	if j < 0 {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, string(b[:j]))
+	return at, err == nil
+}

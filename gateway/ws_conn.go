@@ -1,0 +1,284 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/events"
+)
+
+// errSlow ends a slow consumer's Follow.
+var errSlow = errors.New("gateway: slow consumer")
+
+// wsConn is one WebSocket subscriber. Three goroutines share it: the
+// handler's (serve: writes frames, pings, decides the close), the reader
+// (client frames) and the follower (the workflow's events, from the
+// subscriber's own ordered consumer). The follower and the reader only
+// queue frames; the handler alone writes. While the subscriber replays
+// stored events the follower waits for room in the queue; once it is live,
+// a full queue means it fell too far behind (see follow).
+type wsConn struct {
+	g                       *Gateway
+	c                       *websocket.Conn
+	tenant, workflow, epoch string
+	q                       *sendQueue
+	// mayControl is false for a viewer: its control frames are refused.
+	mayControl bool
+	// sent counts event frames written (frames_sent_total{kind="ws"}).
+	sent prometheus.Counter
+	last atomic.Int64 // UnixNano of the last pong or client frame
+	busy atomic.Bool  // a control request is in flight
+}
+
+func newWSConn(g *Gateway, c *websocket.Conn, tenant, workflow, epoch string, mayControl bool) *wsConn {
+	return &wsConn{g: g, c: c, tenant: tenant, workflow: workflow, epoch: epoch, mayControl: mayControl,
+		q: newSendQueue(g.cfg.WS.SendQueueBytes), sent: g.stats().framesSent.WithLabelValues(metricKindWS)}
+}
+
+func (wc *wsConn) touch() { wc.last.Store(time.Now().UnixNano()) }
+
+// serve runs the connection until it closes; every goroutine it started has
+// ended when it returns.
+func (wc *wsConn) serve(ctx context.Context, st streamStart) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		_ = wc.c.CloseNow()
+		wg.Wait()
+	}()
+	wc.touch()
+	if st.Reset != nil {
+		wc.g.stats().resets.WithLabelValues(metricKindWS).Inc()
+	}
+	if st.Last.Offset > st.After {
+		wc.g.stats().replays.WithLabelValues(metricKindWS).Inc()
+	}
+	opening := openingFrames(st, wc.tenant, wc.workflow)
+	for i, f := range opening {
+		_ = wc.send(ctx, f, st.Done && i == len(opening)-1, true)
+	}
+	followDone := make(chan error, 1)
+	if !st.Done {
+		wg.Add(1)
+		go func() { defer wg.Done(); followDone <- wc.follow(ctx, st) }()
+	}
+	readDone := make(chan error, 1)
+	wg.Add(1)
+	go func() { defer wg.Done(); readDone <- wc.read(ctx) }()
+
+	code, reason := wc.pump(ctx, followDone, readDone, &wg)
+	if code < 0 {
+		return // the client is gone; CloseNow above
+	}
+	if code == websocket.StatusPolicyViolation {
+		wc.g.log.Info("websocket idle timeout", "tenant", wc.tenant, "workflow", wc.workflow)
+	}
+	_ = wc.c.Close(code, reason)
+}
+
+// pump writes queued frames in order and watches everything that ends the
+// connection. It returns the close code and reason, or -1 if the client is
+// gone.
+func (wc *wsConn) pump(ctx context.Context, followDone, readDone <-chan error, wg *sync.WaitGroup) (websocket.StatusCode, string) {
+	const goingAway, slow = "gateway shutting down; resume from your last offset", "slow consumer, resume from your last offset"
+	cfg := wc.g.cfg.WS
+	tick := time.NewTicker(cfg.PingInterval)
+	defer tick.Stop()
+	// A write blocked for IdleTimeout means a client that stopped reading:
+	// the watchdog closes the connection under it. (One timer for the
+	// connection's life: a context per write costs more than the write.)
+	watchdog := time.AfterFunc(cfg.IdleTimeout, func() { _ = wc.c.CloseNow() })
+	watchdog.Stop()
+	defer watchdog.Stop()
+	pinging := make(chan struct{}, 1) // holds a token while a ping is out
+	ended := false                    // the last event frame was written
+	for {
+		// Write everything queued; between frames, heed only what cannot
+		// wait for the queue to drain.
+		for {
+			it, ok := wc.q.head()
+			if !ok {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return websocket.StatusGoingAway, goingAway
+			case <-tick.C:
+				if wc.idle(ctx, pinging, wg) {
+					return websocket.StatusPolicyViolation, "idle timeout"
+				}
+			default:
+			}
+			watchdog.Reset(cfg.IdleTimeout)
+			err := wc.c.Write(context.Background(), websocket.MessageText, it.b)
+			watchdog.Stop()
+			if err != nil {
+				return -1, ""
+			}
+			wc.q.pop()
+			if it.event {
+				wc.sent.Inc()
+			}
+			ended = ended || it.end
+		}
+		if ended && !wc.busy.Load() {
+			// A control request sent before the end got its answer: the
+			// orchestrator may publish the terminal event (cancelled)
+			// before it answers the request that caused it.
+			return websocket.StatusNormalClosure, "workflow ended"
+		}
+		select {
+		case <-ctx.Done():
+			return websocket.StatusGoingAway, goingAway
+		case <-wc.q.overflow:
+			return CloseSlowConsumer, slow
+		case err := <-followDone:
+			followDone = nil // ended after the terminal event, or failed
+			if err != nil {
+				wc.g.log.Warn("websocket event stream failed", "tenant", wc.tenant, "workflow", wc.workflow, "err", err)
+				return websocket.StatusInternalError, "event stream failed; resume from your last offset"
+			}
+		case <-readDone:
+			return -1, ""
+		case <-tick.C:
+			if wc.idle(ctx, pinging, wg) {
+				return websocket.StatusPolicyViolation, "idle timeout"
+			}
+		case <-wc.q.ready:
+		}
+	}
+}
+
+// idle runs at every ping interval: it reports a connection with no pong
+// and no client frame for IdleTimeout, else sends a ping (unless one is
+// still out) whose pong counts as a sign of life.
+func (wc *wsConn) idle(ctx context.Context, pinging chan struct{}, wg *sync.WaitGroup) bool {
+	timeout := wc.g.cfg.WS.IdleTimeout
+	if !wc.busy.Load() && time.Since(time.Unix(0, wc.last.Load())) > timeout {
+		return true
+	}
+	select {
+	case pinging <- struct{}{}:
+	default:
+		return false
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() { <-pinging }()
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if wc.c.Ping(pctx) == nil {
+			wc.touch()
+		}
+	}()
+	return false
+}
+
+// follow queues the workflow's events after offset until the terminal one,
+// the queue overflows or ctx ends; only a failure of the stream is an error.
+//
+// Until the subscriber has caught up (replaying stored events), a full
+// queue makes the follower wait for the socket: the events are safe in
+// JetStream, and a replay of any length needs no more buffer than the
+// queue. Once caught up (a record with nothing pending behind it, or
+// nothing stored to replay), the subscriber is live and a full queue means
+// it fell SendQueueBytes behind: it is closed with CloseSlowConsumer.
+func (wc *wsConn) follow(ctx context.Context, st streamStart) error {
+	live := st.Last.Offset <= st.After
+	ended := false
+	err := wc.g.bus.Follow(ctx, wc.tenant, wc.workflow, st.After, func(ctx context.Context, rec bus.Record) error {
+		f := events.NewFrame(rec.Envelope, rec.Offset, wc.epoch)
+		end := f.Terminal()
+		if err := wc.send(ctx, f, end, !live); err != nil {
+			return err
+		}
+		live = live || rec.Pending == 0
+		if end {
+			ended = true
+			return bus.ErrStop
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errSlow) || ctx.Err() != nil:
+		return nil
+	case err == nil && !ended:
+		// Follow also ends without error when its consumer is closed
+		// under it (the NATS connection draining): the stream must not
+		// then hang open with nothing more to come.
+		return errors.New("gateway: event stream ended before the workflow did")
+	}
+	return err
+}
+
+// read handles client frames until the connection ends: a control frame is
+// applied (one at a time, in order) and answered; a malformed one is
+// answered with a frame_error.
+func (wc *wsConn) read(ctx context.Context) error {
+	for {
+		_, b, err := wc.c.Read(ctx)
+		if err != nil {
+			return err
+		}
+		wc.touch()
+		f, probs := decodeClientFrame(b)
+		if probs != nil {
+			msgs := make([]string, len(probs))
+			for i, p := range probs {
+				msgs[i] = p.Pointer + ": " + p.Message
+			}
+			wc.sendData(ctx, FrameClientError, apiError{Code: "invalid_frame", Message: "malformed client frame: " + strings.Join(msgs, "; "), Problems: probs})
+			continue
+		}
+		if !wc.mayControl {
+			wc.sendData(ctx, FrameControlResult, WSControlResult{Error: "forbidden",
+				ControlResult: events.ControlResult{WorkflowID: wc.workflow, Message: "this token may watch the workflow but not " + f.Type + " it"}})
+			continue
+		}
+		wc.busy.Store(true)
+		res := wc.g.applyControl(ctx, wc.tenant, wc.workflow, f)
+		wc.touch()
+		wc.sendData(ctx, FrameControlResult, res) // queued before busy ends: see pump
+		wc.busy.Store(false)
+		wc.q.wake()
+	}
+}
+
+// sendData queues a gateway frame (offset 0) of type typ carrying v,
+// waiting for room: a client that sends frames but reads none blocks its
+// own reader, not the server.
+func (wc *wsConn) sendData(ctx context.Context, typ string, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	_ = wc.send(ctx, events.Frame{Epoch: wc.epoch, Type: typ, WorkflowID: wc.workflow, TenantID: wc.tenant, Time: time.Now().UTC(), Data: data}, false, true)
+}
+
+// send encodes and queues a frame, waiting for room if wait, else
+// overflowing the queue. errSlow means the client is too far behind and is
+// being closed: the frame was not queued, nor will any later one be.
+func (wc *wsConn) send(ctx context.Context, f events.Frame, end, wait bool) error {
+	it := wsItem{b: appendFrame(make([]byte, 0, 256+len(f.Data)), f), end: end, event: f.Offset > 0}
+	if wait {
+		return wc.q.pushWait(ctx, it)
+	}
+	overflowed, err := wc.q.push(it)
+	if overflowed {
+		wc.g.stats().slowCloses.WithLabelValues(metricKindWS).Inc()
+		wc.g.log.Warn("websocket slow consumer closed", "tenant", wc.tenant, "workflow", wc.workflow,
+			"send_queue_bytes", wc.q.limit, "offset", f.Offset)
+	}
+	return err
+}
