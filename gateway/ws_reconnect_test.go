@@ -188,7 +188,7 @@ func TestWSReconnectStorm(t *testing.T) {
 		case err != nil:
 			return done, err
 		case done:
-			if st.CloseCode() != websocket.StatusNormalClosure {
+			if st.CloseCode() != websocket.StatusNormalClosure && ctx.Err() == nil {
 				return true, fmt.Errorf("after the terminal frame: %v, want a normal close", st.End)
 			}
 			return true, nil
