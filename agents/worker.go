@@ -282,20 +282,7 @@ func (w *Worker) run(ctx context.Context, a Agent, req Request, d *bus.Delivery)
 	}
 	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	hb, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		t := time.NewTicker(max(w.cfg.AckWait/3, 100*time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-hb.Done():
-				return
-			case <-t.C:
-				_ = d.InProgress()
-			}
-		}
-	}()
+	defer d.KeepInProgress(ctx, w.cfg.AckWait/3)()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("agents: %s panicked: %v", req.Capability, r)

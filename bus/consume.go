@@ -289,3 +289,23 @@ func (b *Bus) DeadLetter(ctx context.Context, d *Delivery, subject, reason, by s
 	}
 	return nil
 }
+
+// KeepInProgress sends an in-progress ack every interval (at least 100ms)
+// until the returned stop is called or ctx ends, so that a long handler
+// keeps its delivery past AckWait. Call it with AckWait/3.
+func (d *Delivery) KeepInProgress(ctx context.Context, interval time.Duration) (stop func()) {
+	hb, cancel := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(max(interval, 100*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-hb.Done():
+				return
+			case <-t.C:
+				_ = d.InProgress()
+			}
+		}
+	}()
+	return cancel
+}

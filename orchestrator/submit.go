@@ -41,20 +41,7 @@ func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) er
 	cp.Metadata = sub.Metadata
 	// Planning may wait on an LLM for longer than AckWait: keep the
 	// submission ours meanwhile, or it would be planned twice.
-	hb, stopHB := context.WithCancel(ctx)
-	defer stopHB()
-	go func() {
-		t := time.NewTicker(max(o.cfg.AckWait/3, 100*time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-hb.Done():
-				return
-			case <-t.C:
-				_ = d.InProgress()
-			}
-		}
-	}()
+	defer d.KeepInProgress(ctx, o.cfg.AckWait/3)()
 	if sub.Fork != nil {
 		err = o.fork(ctx, cp, *sub.Fork)
 	} else {
