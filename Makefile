@@ -33,6 +33,9 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzBuilders -fuzztime $(FUZZTIME) ./subjects
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./events
+	$(GO) test -run '^$$' -fuzz FuzzDecodeClientFrame -fuzztime $(FUZZTIME) ./gateway
+	$(GO) test -run '^$$' -fuzz FuzzDecodeRPC -fuzztime $(FUZZTIME) ./gateway
+	$(GO) test -run '^$$' -fuzz FuzzParseTokens -fuzztime $(FUZZTIME) ./gateway
 
 clean:
 	rm -rf bin data
