@@ -29,14 +29,8 @@ type ControlRequest struct {
 // body reads and validates a JSON body against schema (an empty body is
 // "{}"), writing 400/413 on failure.
 func (g *Gateway) body(w http.ResponseWriter, r *http.Request, schema string, v any) bool {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		writeError(w, http.StatusRequestEntityTooLarge, apiError{Code: "too_large", Message: fmt.Sprintf("body exceeds %d bytes", mbe.Limit)})
-		return false
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: "reading body: " + err.Error()})
+	b, ok := g.readBody(w, r)
+	if !ok {
 		return false
 	}
 	if strings.TrimSpace(string(b)) == "" {
@@ -56,6 +50,22 @@ func (g *Gateway) body(w http.ResponseWriter, r *http.Request, schema string, v 
 		return false
 	}
 	return true
+}
+
+// readBody reads a request body of at most MaxBodyBytes, writing 413 or
+// 400 on failure.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		writeError(w, http.StatusRequestEntityTooLarge, apiError{Code: "too_large", Message: fmt.Sprintf("body exceeds %d bytes", mbe.Limit)})
+		return nil, false
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: "reading body: " + err.Error()})
+		return nil, false
+	}
+	return b, true
 }
 
 // control sends a control action to the orchestrators (a request on the

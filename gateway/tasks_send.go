@@ -2,9 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/agentbus/agentbus/schemas"
@@ -39,14 +37,8 @@ func (g *Gateway) tasksSend(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		writeError(w, http.StatusRequestEntityTooLarge, apiError{Code: "too_large", Message: fmt.Sprintf("body exceeds %d bytes", mbe.Limit)})
-		return
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: "reading body: " + err.Error()})
+	body, ok := g.readBody(w, r)
+	if !ok {
 		return
 	}
 	req, rerr := decodeTasksSend(body)

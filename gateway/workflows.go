@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 
@@ -45,14 +44,8 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		writeError(w, http.StatusRequestEntityTooLarge, apiError{Code: "too_large", Message: fmt.Sprintf("body exceeds %d bytes", mbe.Limit)})
-		return
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: "reading body: " + err.Error()})
+	body, ok := g.readBody(w, r)
+	if !ok {
 		return
 	}
 	if err := schemas.Validate(schemas.WorkflowRequest, body); err != nil {
