@@ -39,7 +39,15 @@ var allNames = []string{
 }
 
 func TestNames(t *testing.T) {
-	got := schemas.Names()
+	var got []string
+	for _, n := range schemas.Names() {
+		// Agents' input and output schemas ("agent.<capability>.input",
+		// "agent.<capability>.output") come and go with the agents; each
+		// still needs its golden documents (TestValidGolden).
+		if !strings.HasPrefix(n, "agent.") {
+			got = append(got, n)
+		}
+	}
 	if !slices.Equal(got, allNames) {
 		t.Fatalf("Names() = %q, want %q", got, allNames)
 	}
@@ -193,7 +201,7 @@ func TestValidGolden(t *testing.T) {
 			}
 		})
 	}
-	for _, n := range allNames {
+	for _, n := range schemas.Names() {
 		if !covered[n] {
 			t.Errorf("no valid golden document for schema %q", n)
 		}
