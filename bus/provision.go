@@ -125,6 +125,7 @@ func (c StreamsConfig) buckets() []jetstream.KeyValueConfig {
 	return []jetstream.KeyValueConfig{
 		{Bucket: subjects.BucketCheckpoints, Description: "agentbus workflow checkpoints", History: uint8(c.CheckpointHistory), Storage: jetstream.FileStorage, Replicas: c.Replicas},
 		{Bucket: subjects.BucketControl, Description: "agentbus control records (cancel)", History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas},
+		{Bucket: subjects.BucketMemory, Description: "agentbus memory agent facts, per tenant", History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas},
 		{Bucket: subjects.BucketAgents, Description: "agentbus agent registrations (per-key TTL)", History: 1, Storage: jetstream.FileStorage,
 			Replicas: c.Replicas, LimitMarkerTTL: time.Minute},
 	}

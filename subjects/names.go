@@ -25,6 +25,9 @@ const (
 	BucketAgents = "AGENTBUS_AGENTS"
 	// BucketControl records control messages (cancel) so late subscribers see them.
 	BucketControl = "AGENTBUS_CONTROL"
+	// BucketMemory holds the memory agent's per-tenant facts, keyed
+	// "<tenant>.<fact hash>".
+	BucketMemory = "AGENTBUS_MEMORY"
 )
 
 // Durable consumer names shared by every instance of a role.

@@ -1,0 +1,98 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentbus/agentbus/retrieval"
+)
+
+// ListRun is how one ranked list went.
+type ListRun struct {
+	Name    string `json:"name"`
+	Profile string `json:"profile"`
+	Query   string `json:"query"`
+	Hits    int    `json:"hits"`
+	TookMS  int64  `json:"took_ms"`
+	Error   string `json:"error,omitempty"`
+	err     error
+}
+
+// run fetches every list in parallel, each asking for k hits, and fuses
+// the lists that answered with RRF, keeping the best k. It fails with
+// retrieval.ErrAllProfilesFailed only when every list failed. One list is
+// still returned in fused form, like retrieval.Ensemble does.
+func run(ctx context.Context, b retrieval.Backend, tenant string, lists []list, k int, f retrieval.Filters) ([]retrieval.Hit, []ListRun, error) {
+	runs := make([]ListRun, len(lists))
+	got := make([][]retrieval.Hit, len(lists))
+	var wg sync.WaitGroup
+	for i, l := range lists {
+		wg.Go(func() {
+			start := time.Now()
+			hits, err := b.Search(ctx, tenant, l.profile, retrieval.Query{Text: l.query, K: k, Filters: f})
+			runs[i] = ListRun{Name: l.name, Profile: l.profile, Query: l.query, Hits: len(hits),
+				TookMS: time.Since(start).Milliseconds(), err: err}
+			if err != nil {
+				runs[i].Error = err.Error()
+				return
+			}
+			got[i] = hits
+		})
+	}
+	wg.Wait()
+	byName := make(map[string][]retrieval.Hit, len(lists))
+	var failed []string
+	for i, r := range runs {
+		if r.err != nil {
+			failed = append(failed, r.Name+": "+r.Error)
+			continue
+		}
+		byName[r.Name] = got[i]
+	}
+	if len(byName) == 0 {
+		return nil, runs, fmt.Errorf("%w: %s", retrieval.ErrAllProfilesFailed, strings.Join(failed, "; "))
+	}
+	hits := retrieval.Fuse(retrieval.RRFK, byName)
+	if len(hits) > k {
+		hits = hits[:k]
+	}
+	return hits, runs, nil
+}
+
+// summarize says which profiles contributed (at least one list answered)
+// and which lists failed, in plan order.
+func summarize(profiles []string, runs []ListRun) (used []string, failed []Failure) {
+	used, failed = []string{}, []Failure{}
+	for _, p := range profiles {
+		ok := slices.ContainsFunc(runs, func(r ListRun) bool { return r.Profile == p && r.err == nil })
+		if ok {
+			used = append(used, p)
+		}
+		for _, r := range runs {
+			if r.Profile == p && r.err != nil {
+				f := Failure{Profile: p, Error: r.Error}
+				if r.Name != p {
+					f.List = r.Name
+				}
+				failed = append(failed, f)
+			}
+		}
+	}
+	return used, failed
+}
+
+// allUnknown reports whether every list failed because its profile does
+// not exist: a retry cannot help.
+func allUnknown(runs []ListRun) bool {
+	for _, r := range runs {
+		if !errors.Is(r.err, retrieval.ErrUnknownProfile) {
+			return false
+		}
+	}
+	return len(runs) > 0
+}
