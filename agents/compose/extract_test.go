@@ -1,0 +1,48 @@
+package compose
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestSentenceSplitting(t *testing.T) {
+	tests := []struct {
+		name, text string
+		want       []string
+	}{
+		{"two sentences", "The consumer acks. Then the server forgets it.",
+			[]string{"The consumer acks.", "Then the server forgets it."}},
+		{"abbreviation stays", "Use a durable, e.g. one named orders. It survives restarts.",
+			[]string{"Use a durable, e.g. one named orders.", "It survives restarts."}},
+		{"question and quote", `Why ack? "Because" it says so. 3 retries follow!`,
+			[]string{"Why ack?", `"Because" it says so.`, "3 retries follow!"}},
+		{"headings, lists and code", "# Title\n\nFirst line\ncontinues here.\n\n- item one is here\n2. item two is here\n```\ncode. Not text.\n```\n| a | b |",
+			[]string{"First line continues here.", "item one is here", "item two is here"}},
+		{"version numbers", "Version 2.10 added TTLs. Use it.", []string{"Version 2.10 added TTLs.", "Use it."}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, p := range paragraphs(tt.text) {
+				got = append(got, splitSentences(p)...)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPickDropsNearDuplicates(t *testing.T) {
+	hs := []hit{
+		{ID: "a#0", Text: "The durable consumer acknowledges every message it processes."},
+		{ID: "b#0", Text: "The durable consumer acknowledges every message it processes quickly."},
+		{ID: "c#0", Text: "Acknowledged messages are removed from a work queue stream."},
+	}
+	cands := sentences(hs)
+	score(cands, terms("consumer acknowledges messages"))
+	got := pick(cands, 3)
+	if len(got) != 2 || got[0].hit != 0 || got[1].hit != 2 {
+		t.Fatalf("picked %+v, want a#0 then c#0", got)
+	}
+}

@@ -1,0 +1,224 @@
+package compose
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentbus/agentbus/agents"
+)
+
+// composition is one answer being built: its parts, streamed one artifact
+// chunk each, and the hits it cites, numbered in order of first citation.
+type composition struct {
+	query  string
+	hits   []hit
+	facts  []string
+	report bool
+	k      int
+	emit   agents.Emitter
+
+	parts []string
+	refs  []ref // citations in number order
+}
+
+// ref is citation number n of hit index hit.
+type ref struct{ n, hit int }
+
+func (c *composition) add(part string) { c.parts = append(c.parts, part) }
+
+// cite returns the citation number of hit h, numbering it on first use.
+func (c *composition) cite(h int) int {
+	for _, r := range c.refs {
+		if r.hit == h {
+			return r.n
+		}
+	}
+	n := len(c.refs) + 1
+	c.refs = append(c.refs, ref{n: n, hit: h})
+	return n
+}
+
+func (c *composition) answer() string { return strings.TrimRight(strings.Join(c.parts, ""), "\n ") }
+
+func (c *composition) citations() []Citation {
+	out := make([]Citation, 0, len(c.refs))
+	for _, r := range c.refs {
+		hit := c.hits[r.hit]
+		out = append(out, Citation{N: r.n, DocID: hit.DocID, Title: hit.Title, Source: hit.Source, ChunkID: hit.ID})
+	}
+	return out
+}
+
+// sources counts the distinct documents cited.
+func (c *composition) sources() int {
+	docs := map[string]bool{}
+	for _, r := range c.refs {
+		docs[c.hits[r.hit].DocID] = true
+	}
+	return len(docs)
+}
+
+// stream publishes the parts as one artifact: the first chunk opens it,
+// later ones append, the last closes it.
+func (c *composition) stream(ctx context.Context) error {
+	parts := slices.DeleteFunc(slices.Clone(c.parts), func(p string) bool { return p == "" })
+	name := "summary"
+	if c.report {
+		name = "report"
+	}
+	for i, p := range parts {
+		if i == len(parts)-1 {
+			p = strings.TrimRight(p, "\n ")
+		}
+		if err := c.emit.Artifact(ctx, ArtifactID, name, p, i > 0, i == len(parts)-1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// memoryLine mentions what the user told earlier, e.g. "You said you work
+// with Go." It is empty without facts.
+func (c *composition) memoryLine() string {
+	if len(c.facts) == 0 {
+		return ""
+	}
+	fs := c.facts[:min(len(c.facts), 3)]
+	switch len(fs) {
+	case 1:
+		return "You said " + fs[0] + "."
+	case 2:
+		return "You said " + fs[0] + " and " + fs[1] + "."
+	default:
+		return "You said " + strings.Join(fs[:len(fs)-1], ", ") + ", and " + fs[len(fs)-1] + "."
+	}
+}
+
+// nothingFound answers plainly that the search found nothing.
+func (c *composition) nothingFound() {
+	if m := c.memoryLine(); m != "" {
+		c.add(m + "\n\n")
+	}
+	q := ""
+	if c.query != "" {
+		q = fmt.Sprintf(" about “%s”", c.query)
+	}
+	c.add(fmt.Sprintf("I found nothing%s in the indexed documents, so I cannot answer from them.", q))
+}
+
+// extractive composes the answer from the hits' own sentences.
+func (c *composition) extractive() {
+	cands := sentences(c.hits)
+	score(cands, terms(c.query))
+	chosen := pick(cands, c.k)
+	if len(chosen) == 0 {
+		// Hits too short to hold a sentence: cite their openings.
+		for h := range c.hits[:min(len(c.hits), 3)] {
+			chosen = append(chosen, sentence{text: opening(c.hits[h].Text), hit: h})
+		}
+	}
+	if c.report {
+		c.renderReport(chosen)
+		return
+	}
+	if m := c.memoryLine(); m != "" {
+		c.add(m + "\n\n")
+	}
+	for i, s := range chosen {
+		sep := " "
+		if i == len(chosen)-1 {
+			sep = "\n"
+		}
+		c.add(c.cited(s) + sep)
+	}
+}
+
+// cited renders a sentence with its citation: "Text. [n]".
+func (c *composition) cited(s sentence) string {
+	text := s.text
+	if !strings.ContainsAny(text[len(text)-1:], ".!?\"')”’") {
+		text += "."
+	}
+	return fmt.Sprintf("%s [%d]", text, c.cite(s.hit))
+}
+
+// renderReport lays the chosen sentences out as Overview (the two most
+// relevant), Findings (the rest, grouped per source document in ranking
+// order) and Sources.
+func (c *composition) renderReport(chosen []sentence) {
+	over := chosen[:min(2, len(chosen))]
+	rest := slices.Clone(chosen[len(over):])
+	var b strings.Builder
+	b.WriteString("## Overview\n\n")
+	if m := c.memoryLine(); m != "" {
+		b.WriteString(m + "\n\n")
+	}
+	for i, s := range over {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString(c.cited(s))
+	}
+	b.WriteString("\n\n")
+	c.add(b.String())
+
+	c.add("## Findings\n\n")
+	if len(rest) == 0 {
+		c.add("Nothing beyond the overview was found.\n\n")
+	}
+	slices.SortStableFunc(rest, byHitOrder)
+	var docs []string
+	group := map[string][]sentence{}
+	for _, s := range rest {
+		d := c.hits[s.hit].DocID
+		if _, ok := group[d]; !ok {
+			docs = append(docs, d)
+		}
+		group[d] = append(group[d], s)
+	}
+	for _, d := range docs {
+		b.Reset()
+		first := c.hits[group[d][0].hit]
+		fmt.Fprintf(&b, "### %s\n\n", label(first))
+		for _, s := range group[d] {
+			b.WriteString("- " + c.cited(s) + "\n")
+		}
+		b.WriteString("\n")
+		c.add(b.String())
+	}
+	c.add(c.sourcesSection())
+}
+
+// sourcesSection lists every citation, numbered as cited:
+// "n. Title — source (chunk id)".
+func (c *composition) sourcesSection() string {
+	var b strings.Builder
+	b.WriteString("## Sources\n\n")
+	for _, r := range c.refs {
+		h := c.hits[r.hit]
+		fmt.Fprintf(&b, "%d. %s", r.n, label(h))
+		if h.Source != "" && h.Source != label(h) {
+			fmt.Fprintf(&b, " — %s", h.Source)
+		}
+		fmt.Fprintf(&b, " (chunk %s)\n", h.ID)
+	}
+	return b.String()
+}
+
+func label(h hit) string {
+	if t := strings.TrimSpace(h.Title); t != "" {
+		return t
+	}
+	return h.DocID
+}
+
+// opening is the start of a text, at most 40 words.
+func opening(text string) string {
+	w := strings.Fields(text)
+	if len(w) > 40 {
+		return strings.Join(w[:40], " ") + " …"
+	}
+	return strings.Join(w, " ")
+}
