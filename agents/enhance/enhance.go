@@ -1,0 +1,189 @@
+package enhance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/agentkit"
+	"github.com/agentbus/agentbus/schemas"
+)
+
+// Capability is the capability the query enhancement agent serves.
+const Capability = "query_enhancement"
+
+// Schema names of the agent's input and output.
+var (
+	InputSchema  = agentkit.InputSchema(Capability)
+	OutputSchema = agentkit.OutputSchema(Capability)
+)
+
+const (
+	methodHeuristic = agentkit.MethodHeuristic
+	methodLLM       = agentkit.MethodLLM
+)
+
+// ErrNoQuery is wrapped (with agents.ErrPermanent) when neither the input
+// nor the workflow carries a query.
+var ErrNoQuery = errors.New("enhance: no query")
+
+// Input is the step input; every field is optional. Without a query the
+// workflow's query is used.
+type Input struct {
+	Query string `json:"query,omitempty"`
+	// MaxVariants caps the variants, the original included; default and
+	// most MaxVariants.
+	MaxVariants int `json:"max_variants,omitempty"`
+}
+
+// Output is the agent's answer; see the package documentation.
+type Output struct {
+	Query          string `json:"query"`
+	Method         string `json:"method"`
+	FallbackReason string `json:"fallback_reason,omitempty"`
+	// Keywords are the query's content terms, stop words dropped.
+	Keywords []string `json:"keywords"`
+	// Expansions are extra terms not in the query: synonyms and related
+	// terms of its keywords.
+	Expansions []string `json:"expansions"`
+	// Synonyms maps each keyword that has any to its synonyms, preferred
+	// form first.
+	Synonyms map[string][]string `json:"synonyms"`
+	// Variants are rephrasings to search in parallel and fuse; the
+	// original query is always first; no two are equal ignoring case.
+	Variants []string `json:"variants"`
+}
+
+// Config configures an Agent; the zero value is the offline heuristic.
+type Config struct {
+	// LLM, when set, is asked first; its answer is used only if it passes
+	// the output schema.
+	LLM agentkit.Completer
+}
+
+func (c *Config) setDefaults() {}
+
+// Validate reports every problem with the configuration; there are none
+// today, it exists so that every agent's Config reads the same.
+func (c Config) Validate() error { return nil }
+
+// Agent rewrites and expands queries. It is safe for concurrent use.
+type Agent struct {
+	cfg Config
+}
+
+var _ agents.Agent = (*Agent)(nil)
+
+// New makes an Agent from cfg.
+func New(cfg Config) (*Agent, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Agent{cfg: cfg}, nil
+}
+
+// Card describes the agent.
+func (a *Agent) Card() agents.Card {
+	return agents.Card{
+		Name: "enhance", Version: "1.0.0", Capabilities: []string{Capability},
+		Description: "Rewrites a search query: keywords, synonyms and expansion terms from a thesaurus, and " +
+			"up to five rephrasings (keyword, synonym, statement and entity-focused forms) to search in parallel and fuse.",
+		Examples: []string{
+			"expand the query: how do I speed up postgres queries",
+			"rephrase \"k8s pod keeps restarting\" for search",
+			"synonyms for cheap flights to Tokyo",
+		},
+	}
+}
+
+// Handle enhances the step's query.
+func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emitter) (json.RawMessage, error) {
+	var in Input
+	if err := agentkit.Decode(req, InputSchema, &in); err != nil {
+		return nil, err
+	}
+	q := strings.TrimSpace(in.Query)
+	if q == "" {
+		q = strings.TrimSpace(req.Query)
+	}
+	if q == "" {
+		return nil, fmt.Errorf("%w: %w: step %q has neither /query in its input nor a workflow query", agents.ErrPermanent, ErrNoQuery, req.StepID)
+	}
+	progress(ctx, emit, 20, "enhancing query")
+	var out Output
+	ok, reason := agentkit.TryLLM(ctx, emit, a.cfg.LLM, systemPrompt(), q, func(answer string) error {
+		var err error
+		out, err = parseLLM(q, in.MaxVariants, answer)
+		return err
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if !ok {
+		out = Enhance(q, in.MaxVariants)
+		out.FallbackReason = reason
+	}
+	progress(ctx, emit, 100, fmt.Sprintf("%d variants, %d expansion terms (%s)", len(out.Variants), len(out.Expansions), out.Method))
+	return agentkit.Encode(OutputSchema, out)
+}
+
+func systemPrompt() string {
+	src, _ := schemas.Source(OutputSchema)
+	return "You improve search queries for a retrieval system.\n" +
+		"keywords: the query's content words; synonyms: for each keyword that has them; expansions: extra search terms not in the query; " +
+		"variants: 2 to 5 rephrasings to search in parallel, the original query first, then a keyword form, a synonym form, " +
+		"a statement form of a question and an entity-focused form.\n" +
+		"Answer with one JSON object (no prose) that satisfies this JSON Schema; method and query are filled in for you and may be left out:\n" +
+		string(src)
+}
+
+// parseLLM turns the model's answer into an Output, or says why it cannot.
+// The original query is put first among the variants if the model left it
+// out, repeats are dropped and the list is cut to max.
+func parseLLM(query string, max int, answer string) (Output, error) {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(answer), &m); err != nil {
+		return Output{}, fmt.Errorf("enhance: answer is not a JSON object: %w", err)
+	}
+	m["method"] = methodLLM
+	m["query"] = query
+	delete(m, "fallback_reason")
+	b, _ := json.Marshal(m)
+	if err := schemas.Validate(OutputSchema, b); err != nil {
+		return Output{}, err
+	}
+	var out Output
+	if err := json.Unmarshal(b, &out); err != nil {
+		return Output{}, fmt.Errorf("enhance: answer: %w", err)
+	}
+	if max <= 0 || max > MaxVariants {
+		max = MaxVariants
+	}
+	out.Query = strings.Join(strings.Fields(query), " ")
+	out.Variants = dedupe(append([]string{out.Query}, out.Variants...))
+	if len(out.Variants) > max {
+		out.Variants = out.Variants[:max]
+	}
+	if len(out.Variants) < 2 && max >= 2 {
+		return Output{}, errors.New("enhance: answer has no variant besides the original query")
+	}
+	out.Keywords = dedupe(out.Keywords)
+	out.Expansions = dedupe(out.Expansions)
+	if out.Keywords == nil {
+		out.Keywords = []string{}
+	}
+	if out.Expansions == nil {
+		out.Expansions = []string{}
+	}
+	return out, nil
+}
+
+func progress(ctx context.Context, emit agents.Emitter, pct float64, msg string) {
+	if emit != nil {
+		_ = emit.Progress(ctx, pct, msg)
+	}
+}
