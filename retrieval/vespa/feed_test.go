@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,4 +198,49 @@ func retrievalChunks(texts ...string) []retrieval.Chunk {
 		out[i] = retrieval.Chunk{ID: id + "#0", DocID: id, Text: text}
 	}
 	return out
+}
+
+// TestIndexBoundsConcurrency: Index keeps at most FeedConcurrency feeds in
+// flight, and uses them. The server holds each request until more than
+// FeedConcurrency are in flight (which must not happen) or 200ms have
+// passed, so every wave of feeds is seen whole.
+func TestIndexBoundsConcurrency(t *testing.T) {
+	const limit = 3
+	var mu sync.Mutex
+	inFlight, peak := 0, 0
+	over := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inFlight++
+		peak = max(peak, inFlight)
+		if inFlight > limit {
+			once.Do(func() { close(over) })
+		}
+		mu.Unlock()
+		select {
+		case <-over:
+		case <-time.After(200 * time.Millisecond):
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		_, _ = io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, `{"pathId":%q,"id":"x"}`, r.URL.EscapedPath())
+	}))
+	defer srv.Close()
+	b, err := vespa.New(vespa.Config{URL: srv.URL, FeedConcurrency: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := make([]string, 2*limit)
+	for i := range texts {
+		texts[i] = "Chunk text."
+	}
+	if err := b.Index(t.Context(), "acme", retrievalChunks(texts...)); err != nil {
+		t.Fatal(err)
+	}
+	if peak != limit {
+		t.Errorf("peak of %d feeds in flight, want FeedConcurrency = %d", peak, limit)
+	}
 }
