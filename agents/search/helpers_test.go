@@ -38,9 +38,11 @@ func newMem(fail ...string) *memBackend {
 	return m
 }
 
-func (m *memBackend) Name() string       { return "memory-test" }
-func (m *memBackend) Profiles() []string { return []string{retrieval.ProfileBM25, retrieval.ProfileVector} }
-func (m *memBackend) Close() error       { return nil }
+func (m *memBackend) Name() string { return "memory-test" }
+func (m *memBackend) Profiles() []string {
+	return []string{retrieval.ProfileBM25, retrieval.ProfileVector}
+}
+func (m *memBackend) Close() error { return nil }
 
 func (m *memBackend) Index(_ context.Context, tenant string, chunks []retrieval.Chunk) error {
 	m.mu.Lock()

@@ -23,9 +23,19 @@ const (
 const maxVariants = 4
 
 // profileSelection is the part of profile_selection's output read here.
+// agents/profiles names its choices "selected"; "profiles" is accepted
+// too, and read when "selected" is empty.
 type profileSelection struct {
+	Selected []selected `json:"selected"`
 	Profiles []selected `json:"profiles"`
 	Ensemble *bool      `json:"ensemble"`
+}
+
+func (s profileSelection) choices() []selected {
+	if len(s.Selected) > 0 {
+		return s.Selected
+	}
+	return s.Profiles
 }
 
 // selected is one profile profile_selection chose.
@@ -38,8 +48,9 @@ type selected struct {
 // strings so that one the agent cannot parse is ignored, not fatal.
 type entities struct {
 	Filters struct {
-		From string `json:"from"`
-		To   string `json:"to"`
+		From     string            `json:"from"`
+		To       string            `json:"to"`
+		Metadata map[string]string `json:"metadata"`
 	} `json:"filters"`
 }
 
@@ -83,7 +94,7 @@ func (a *Agent) plan(req agents.Request, in Input) plan {
 	p.filters = in.Filters
 	var ent entities
 	if p.filters == nil && agentkit.Dependency(req, depEntities, &ent) {
-		f := &Filters{}
+		f := &Filters{Metadata: ent.Filters.Metadata}
 		if t, err := time.Parse(time.RFC3339, ent.Filters.From); err == nil {
 			f.From = &t
 		}
@@ -118,7 +129,7 @@ func (a *Agent) profiles(explicit []string, sel profileSelection, ensemble bool)
 		out = dedupe(explicit)
 	default:
 		known := a.cfg.Backend.Profiles()
-		picked := slices.Clone(sel.Profiles)
+		picked := slices.Clone(sel.choices())
 		slices.SortStableFunc(picked, func(x, y selected) int { return cmp.Compare(y.Confidence, x.Confidence) })
 		for _, s := range picked {
 			if slices.Contains(known, s.Name) && !slices.Contains(out, s.Name) {

@@ -161,6 +161,9 @@ func TestSearchProfileChoice(t *testing.T) {
 	}{
 		{"default is the first profile", `{"query":"stream"}`, nil, []string{"bm25"}, false},
 		{"input ensemble widens to every profile", `{"query":"stream","ensemble":true}`, nil, []string{"bm25", "vector"}, true},
+		{"agents/profiles' selected field", `{"query":"stream"}`,
+			map[string]string{"profile_selection": `{"selected":[{"name":"vector","confidence":0.8},{"name":"bm25","confidence":0.6}],"alternatives":[],"ensemble":true}`},
+			[]string{"vector", "bm25"}, true},
 		{"selection's best profile", `{"query":"stream"}`,
 			map[string]string{"profile_selection": `{"profiles":[{"name":"bm25","confidence":0.2},{"name":"vector","confidence":0.7}]}`},
 			[]string{"vector"}, false},
