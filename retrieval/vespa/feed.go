@@ -25,8 +25,8 @@ type feedFields struct {
 	Title  string `json:"title,omitempty"`
 	Text   string `json:"text"`
 	Source string `json:"source,omitempty"`
-	// Metadata holds each value in its retrieval.Filters form (a string
-	// as is, anything else as fmt.Sprint prints it), for filtering.
+	// Metadata holds each value in its retrieval.MetadataString form, the
+	// one metadata filters compare.
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// MetadataJSON keeps the values' JSON types for the hits.
 	MetadataJSON string `json:"metadata_json,omitempty"`
@@ -155,7 +155,7 @@ func fields(c retrieval.Chunk, vector []float32) (feedFields, error) {
 	if len(c.Metadata) > 0 {
 		f.Metadata = make(map[string]string, len(c.Metadata))
 		for k, v := range c.Metadata {
-			f.Metadata[k] = metadataString(v)
+			f.Metadata[k] = retrieval.MetadataString(v)
 		}
 		raw, err := json.Marshal(c.Metadata)
 		if err != nil {
@@ -168,16 +168,6 @@ func fields(c retrieval.Chunk, vector []float32) (feedFields, error) {
 		f.Date = &s
 	}
 	return f, nil
-}
-
-// metadataString is a metadata value as metadata filters compare it: a
-// string as is, anything else in its fmt.Sprint form (as
-// retrieval.Filters.Match does).
-func metadataString(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return fmt.Sprint(v)
 }
 
 // docURL is the Document v1 URL of one chunk. The chunk ID is one
