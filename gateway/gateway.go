@@ -93,6 +93,13 @@ type Gateway struct {
 	checkpoints *bus.KV
 	registry    *discovery.Registry
 	mux         *http.ServeMux
+	// hubs share one consumer per followed workflow among its live
+	// subscribers; stop ends them.
+	hubs *hubs
+	stop context.CancelFunc
+	// sockets counts running WebSocket handlers, which Shutdown does not
+	// wait for.
+	sockets sync.WaitGroup
 
 	mu       sync.Mutex
 	listener net.Listener
@@ -114,6 +121,9 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	g := &Gateway{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "gateway"), checkpoints: kv, registry: reg, mux: http.NewServeMux()}
+	// Hubs outlive the requests that start them; they end with ctx or Run.
+	hctx, stop := context.WithCancel(ctx)
+	g.hubs, g.stop = newHubs(hctx, g, hubConfig{bufferBytes: cfg.WS.SendQueueBytes / 2, linger: cfg.WS.HubLinger}), stop
 	g.routes()
 	return g, nil
 }
@@ -175,6 +185,16 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
 	}
+	// Shutdown does not wait for hijacked connections: wait for the
+	// WebSocket handlers (their context has ended: they close with 1001).
+	waited := make(chan struct{})
+	go func() { g.sockets.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-sctx.Done():
+		g.log.Warn("gateway: websocket handlers still running after shutdown timeout")
+	}
+	g.stop()
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("gateway: %w", err)
 	}

@@ -46,6 +46,8 @@ const (
 //	                                                            retention or another epoch)
 //	agentbus_gateway_slow_client_closes_total{kind}             .slowCloses: a client closed for falling behind
 //	                                                            its send queue
+//	agentbus_gateway_hubs                                       .hubs: gauge of workflows this gateway follows
+//	                                                            for live subscribers (one consumer each, see hub.go)
 //	agentbus_gateway_auth_failures_total{reason}                401/403 from wrap: reason "missing", "malformed",
 //	                                                            "invalid", "forbidden" (role) or "cross_origin"
 //
@@ -59,6 +61,7 @@ type metrics struct {
 	replays      *prometheus.CounterVec
 	resets       *prometheus.CounterVec
 	slowCloses   *prometheus.CounterVec
+	hubs         prometheus.Gauge
 	authFailures *prometheus.CounterVec
 }
 
@@ -82,10 +85,12 @@ func newMetrics() *metrics {
 		replays:    perKind("replays_total", "Streams that started at an offset older than the live tail."),
 		resets:     perKind("resets_total", "Reset frames sent (offset past retention or another epoch)."),
 		slowCloses: perKind("slow_client_closes_total", "Streams closed because the client fell behind its send queue."),
+		hubs: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "hubs",
+			Help: "Workflows followed by one shared consumer for their live subscribers."}),
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "auth_failures_total",
 			Help: "Requests refused with 401 or 403 by reason (missing, malformed, invalid, forbidden, cross_origin)."}, []string{"reason"}),
 	}
-	m.registry.MustRegister(m.requests, m.inFlight, m.connections, m.framesSent, m.replays, m.resets, m.slowCloses, m.authFailures,
+	m.registry.MustRegister(m.requests, m.inFlight, m.connections, m.framesSent, m.replays, m.resets, m.slowCloses, m.hubs, m.authFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Show every stream series from the start, at 0, so dashboards and
 	// rate() need no special case for "never happened yet".

@@ -163,8 +163,7 @@ func openingFrames(st streamStart, tenant, workflow string) []events.Frame {
 // writeSSEOpening writes an SSE stream's opening frames for st: `connected`
 // (data: Connected, as sse.go writes it today), then, if the cursor was
 // void, `reset` whose id is the resume point, so that an EventSource's
-// Last-Event-ID continues from there. sse.go can call it after
-// resolveStart and then follow from st.After; it does not yet.
+// Last-Event-ID continues from there.
 func writeSSEOpening(w http.ResponseWriter, st streamStart, tenant, workflow string) {
 	for _, f := range openingFrames(st, tenant, workflow) {
 		if f.Type == FrameConnected {

@@ -8,9 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/agentbus/agentbus/bus"
-	"github.com/agentbus/agentbus/events"
 )
 
 // Connected is the first SSE frame: where the stream starts and the newest
@@ -23,9 +20,15 @@ type Connected struct {
 }
 
 // sse streams a workflow's events as Server-Sent Events, each with id: set
-// to its offset. It starts after ?from= or Last-Event-ID (exclusive; absent
-// means the first event) and ends after the workflow's terminal event; a
-// resume at or past the terminal event gets 204 No Content.
+// to its offset and data: its frame (as a WebSocket frame). It starts after
+// ?from= or Last-Event-ID (exclusive; absent means the first event) and
+// ends after the workflow's terminal event; a resume at or past the
+// terminal event gets 204 No Content, which also stops a browser's
+// EventSource from reconnecting. The first frame is `connected`; a void
+// cursor (?epoch= not the stream's, or an offset past retention) is
+// followed by a `reset` frame whose id is the resume point, as on the
+// WebSocket. A client that falls a whole send queue behind the live tail
+// has its stream ended and resumes from its Last-Event-ID.
 func (g *Gateway) sse(w http.ResponseWriter, r *http.Request) {
 	tenant, ok := g.tenant(w, r)
 	if !ok {
@@ -37,7 +40,13 @@ func (g *Gateway) sse(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: err.Error()})
 		return
 	}
-	if _, ok := g.checkpoint(w, r, tenant); !ok {
+	clientEpoch := r.URL.Query().Get("epoch")
+	if len(clientEpoch) > 256 {
+		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: "query parameter epoch: longer than 256 bytes"})
+		return
+	}
+	cp, ok := g.checkpoint(w, r, tenant)
+	if !ok {
 		return
 	}
 	flusher, ok := w.(http.Flusher)
@@ -46,69 +55,107 @@ func (g *Gateway) sse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	epoch, err := g.bus.Epoch(ctx)
+	st, err := g.resolveStart(ctx, tenant, id, from, clientEpoch, cp)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
 		return
 	}
-	lastRec, err := g.bus.LastRecord(ctx, tenant, id)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
-		return
-	}
-	if lastRec.Envelope.Type.Terminal() && from >= lastRec.Offset {
-		// Nothing will ever follow: 204 also tells a browser's EventSource
-		// to stop reconnecting.
+	if st.Done && st.Reset == nil {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	lastOff := lastRec.Offset
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	writeSSE(w, "connected", "", Connected{WorkflowID: id, Epoch: epoch, From: from, LastOffset: lastOff})
+	if st.Reset != nil {
+		g.stats().resets.WithLabelValues(metricKindSSE).Inc()
+	}
+	if st.Last.Offset > st.After {
+		g.stats().replays.WithLabelValues(metricKindSSE).Inc()
+	}
+	writeSSEOpening(w, st, tenant, id)
 	flusher.Flush()
+	if st.Done {
+		return
+	}
+	g.pumpSSE(ctx, w, flusher, st, tenant, id)
+}
 
-	frames := make(chan events.Frame, 64)
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+// pumpSSE writes the workflow's events to an SSE stream until the terminal
+// one, the client's end, or its falling a whole send queue behind.
+func (g *Gateway) pumpSSE(ctx context.Context, w http.ResponseWriter, flusher http.Flusher, st streamStart, tenant, id string) {
+	ctx, cancel := context.WithCancel(ctx)
+	q := newSendQueue(g.cfg.WS.SendQueueBytes, metricKindSSE)
+	sub := newSubscriber(q, st.After)
+	var joined *hub
+	var feedErr error
+	feeding := make(chan struct{}) // closed when the feeder returned
 	go func() {
-		defer close(frames)
-		_ = g.bus.Follow(fctx, tenant, id, from, func(ctx context.Context, rec bus.Record) error {
-			f := events.NewFrame(rec.Envelope, rec.Offset, epoch)
-			select {
-			case frames <- f:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			if f.Terminal() {
-				return bus.ErrStop
-			}
-			return nil
-		})
+		defer close(feeding)
+		joined, feedErr = g.feed(ctx, sub, tenant, id, st.Epoch, st.Last.Offset <= st.After)
 	}()
+	defer func() {
+		cancel()
+		<-feeding
+		if joined != nil {
+			joined.release(sub)
+		}
+	}()
+	fed := feeding
+	sent := g.stats().framesSent.WithLabelValues(metricKindSSE)
 	tick := time.NewTicker(g.cfg.KeepAlive)
 	defer tick.Stop()
+	var line []byte
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			_, _ = fmt.Fprint(w, ": keepalive\n\n")
-			flusher.Flush()
-		case f, ok := <-frames:
+		for {
+			it, ok := q.head()
 			if !ok {
+				break
+			}
+			line = appendSSE(line[:0], it)
+			if _, err := w.Write(line); err != nil {
 				return
 			}
-			writeSSE(w, f.Type, strconv.FormatUint(f.Offset, 10), f)
-			flusher.Flush()
-			if f.Terminal() {
+			q.pop()
+			sent.Inc()
+			if it.end {
+				flusher.Flush()
 				return
 			}
 		}
+		flusher.Flush()
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.overflow:
+			return // the client resumes from its Last-Event-ID
+		case <-sub.failed:
+			return
+		case <-fed:
+			if feedErr != nil {
+				g.log.Warn("sse event stream failed", "tenant", tenant, "workflow", id, "err", feedErr)
+				return
+			}
+			fed = nil
+		case <-tick.C:
+			_, _ = fmt.Fprint(w, ": keepalive\n\n")
+			flusher.Flush()
+		case <-q.ready:
+		}
 	}
+}
+
+// appendSSE appends one event frame in the SSE format.
+func appendSSE(dst []byte, it wsItem) []byte {
+	dst = append(dst, "id: "...)
+	dst = strconv.AppendUint(dst, it.off, 10)
+	dst = append(dst, "\nevent: "...)
+	dst = append(dst, it.typ...)
+	dst = append(dst, "\ndata: "...)
+	dst = append(dst, it.b...)
+	return append(dst, "\n\n"...)
 }
 
 func writeSSE(w http.ResponseWriter, event, id string, v any) {

@@ -70,6 +70,10 @@ type WSConfig struct {
 	IdleTimeout time.Duration
 	// ReadLimit bounds one client frame; default 16 KiB.
 	ReadLimit int64
+	// HubLinger keeps following a workflow for this long after its last
+	// live subscriber left, so reconnecting clients find its hub still
+	// there; default 10s.
+	HubLinger time.Duration
 	// OriginPatterns lets browsers on other origins connect (host patterns,
 	// as websocket.AcceptOptions); the request's own host is always allowed.
 	OriginPatterns []string
@@ -88,6 +92,9 @@ func (c *WSConfig) setDefaults() {
 	if c.ReadLimit == 0 {
 		c.ReadLimit = 16 << 10
 	}
+	if c.HubLinger == 0 {
+		c.HubLinger = 10 * time.Second
+	}
 }
 
 // Validate reports every problem with the configuration.
@@ -101,6 +108,9 @@ func (c WSConfig) Validate() error {
 	}
 	if c.IdleTimeout <= c.PingInterval {
 		errs = append(errs, fmt.Errorf("gateway: websocket idle timeout %s must exceed the ping interval %s", c.IdleTimeout, c.PingInterval))
+	}
+	if c.HubLinger < 0 {
+		errs = append(errs, fmt.Errorf("gateway: websocket hub linger %s is negative", c.HubLinger))
 	}
 	if c.ReadLimit < 512 {
 		errs = append(errs, fmt.Errorf("gateway: websocket read limit %d bytes is below 512", c.ReadLimit))
@@ -140,11 +150,14 @@ func (g *Gateway) ws(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
 		return
 	}
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{WSSubprotocol}, OriginPatterns: g.cfg.WS.OriginPatterns})
-	if err != nil {
+	cw := &corkWriter{ResponseWriter: w}
+	c, err := websocket.Accept(cw, r, &websocket.AcceptOptions{Subprotocols: []string{WSSubprotocol}, OriginPatterns: g.cfg.WS.OriginPatterns})
+	if err != nil || cw.conn == nil {
 		return // Accept answered the request
 	}
+	g.sockets.Add(1)
+	defer g.sockets.Done()
 	c.SetReadLimit(g.cfg.WS.ReadLimit)
-	wc := newWSConn(g, c, tenant, id, st.Epoch, g.mayControl(r))
+	wc := newWSConn(g, c, cw.conn, tenant, id, st.Epoch, g.mayControl(r))
 	wc.serve(r.Context(), st)
 }

@@ -12,25 +12,28 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
 )
 
 // errSlow ends a slow consumer's Follow.
 var errSlow = errors.New("gateway: slow consumer")
 
-// wsConn is one WebSocket subscriber. Three goroutines share it: the
-// handler's (serve: writes frames, pings, decides the close), the reader
-// (client frames) and the follower (the workflow's events, from the
-// subscriber's own ordered consumer). The follower and the reader only
-// queue frames; the handler alone writes. While the subscriber replays
-// stored events the follower waits for room in the queue; once it is live,
-// a full queue means it fell too far behind (see follow).
+// wsConn is one WebSocket subscriber. Goroutines share it: the handler's
+// (serve: writes frames, pings, decides the close), the reader (client
+// frames) and, while the subscriber replays, the feeder (feed: the
+// workflow's events from the subscriber's own ordered consumer, until it
+// joins the workflow's hub, which then queues them). The feeder, the hub
+// and the reader only queue frames; the handler alone writes.
 type wsConn struct {
 	g                       *Gateway
 	c                       *websocket.Conn
+	cork                    *corkConn
 	tenant, workflow, epoch string
 	q                       *sendQueue
+	sub                     *subscriber
+	// joined is the hub feeding the subscriber, once it joined; set by the
+	// feeder before it ends.
+	joined *hub
 	// mayControl is false for a viewer: its control frames are refused.
 	mayControl bool
 	// sent counts event frames written (frames_sent_total{kind="ws"}).
@@ -39,9 +42,10 @@ type wsConn struct {
 	busy atomic.Bool  // a control request is in flight
 }
 
-func newWSConn(g *Gateway, c *websocket.Conn, tenant, workflow, epoch string, mayControl bool) *wsConn {
-	return &wsConn{g: g, c: c, tenant: tenant, workflow: workflow, epoch: epoch, mayControl: mayControl,
-		q: newSendQueue(g.cfg.WS.SendQueueBytes), sent: g.stats().framesSent.WithLabelValues(metricKindWS)}
+func newWSConn(g *Gateway, c *websocket.Conn, cork *corkConn, tenant, workflow, epoch string, mayControl bool) *wsConn {
+	q := newSendQueue(g.cfg.WS.SendQueueBytes, metricKindWS)
+	return &wsConn{g: g, c: c, cork: cork, tenant: tenant, workflow: workflow, epoch: epoch, mayControl: mayControl,
+		q: q, sent: g.stats().framesSent.WithLabelValues(metricKindWS)}
 }
 
 func (wc *wsConn) touch() { wc.last.Store(time.Now().UnixNano()) }
@@ -55,6 +59,9 @@ func (wc *wsConn) serve(ctx context.Context, st streamStart) {
 		cancel()
 		_ = wc.c.CloseNow()
 		wg.Wait()
+		if wc.joined != nil {
+			wc.joined.release(wc.sub)
+		}
 	}()
 	wc.touch()
 	if st.Reset != nil {
@@ -68,9 +75,15 @@ func (wc *wsConn) serve(ctx context.Context, st streamStart) {
 		_ = wc.send(ctx, f, st.Done && i == len(opening)-1, true)
 	}
 	followDone := make(chan error, 1)
+	wc.sub = newSubscriber(wc.q, st.After)
 	if !st.Done {
 		wg.Add(1)
-		go func() { defer wg.Done(); followDone <- wc.follow(ctx, st) }()
+		go func() {
+			defer wg.Done()
+			h, err := wc.g.feed(ctx, wc.sub, wc.tenant, wc.workflow, wc.epoch, st.Last.Offset <= st.After)
+			wc.joined = h // the hub feeds the queue until the connection ends
+			followDone <- err
+		}()
 	}
 	readDone := make(chan error, 1)
 	wg.Add(1)
@@ -102,9 +115,17 @@ func (wc *wsConn) pump(ctx context.Context, followDone, readDone <-chan error, w
 	defer watchdog.Stop()
 	pinging := make(chan struct{}, 1) // holds a token while a ping is out
 	ended := false                    // the last event frame was written
+	// flush sends what the batch held, under the watchdog.
+	flush := func() error {
+		watchdog.Reset(cfg.IdleTimeout)
+		defer watchdog.Stop()
+		return wc.cork.uncork()
+	}
 	for {
-		// Write everything queued; between frames, heed only what cannot
-		// wait for the queue to drain.
+		// Write everything queued, corked: one system call for the batch,
+		// not one per frame; between frames, heed only what cannot wait
+		// for the queue to drain.
+		wc.cork.cork()
 		for {
 			it, ok := wc.q.head()
 			if !ok {
@@ -112,9 +133,11 @@ func (wc *wsConn) pump(ctx context.Context, followDone, readDone <-chan error, w
 			}
 			select {
 			case <-ctx.Done():
+				_ = flush()
 				return websocket.StatusGoingAway, goingAway
 			case <-tick.C:
 				if wc.idle(ctx, pinging, wg) {
+					_ = flush()
 					return websocket.StatusPolicyViolation, "idle timeout"
 				}
 			default:
@@ -131,6 +154,9 @@ func (wc *wsConn) pump(ctx context.Context, followDone, readDone <-chan error, w
 			}
 			ended = ended || it.end
 		}
+		if err := flush(); err != nil {
+			return -1, ""
+		}
 		if ended && !wc.busy.Load() {
 			// A control request sent before the end got its answer: the
 			// orchestrator may publish the terminal event (cancelled)
@@ -142,6 +168,8 @@ func (wc *wsConn) pump(ctx context.Context, followDone, readDone <-chan error, w
 			return websocket.StatusGoingAway, goingAway
 		case <-wc.q.overflow:
 			return CloseSlowConsumer, slow
+		case <-wc.sub.failed:
+			return websocket.StatusInternalError, "event stream failed; resume from your last offset"
 		case err := <-followDone:
 			followDone = nil // ended after the terminal event, or failed
 			if err != nil {
@@ -183,43 +211,6 @@ func (wc *wsConn) idle(ctx context.Context, pinging chan struct{}, wg *sync.Wait
 		}
 	}()
 	return false
-}
-
-// follow queues the workflow's events after offset until the terminal one,
-// the queue overflows or ctx ends; only a failure of the stream is an error.
-//
-// Until the subscriber has caught up (replaying stored events), a full
-// queue makes the follower wait for the socket: the events are safe in
-// JetStream, and a replay of any length needs no more buffer than the
-// queue. Once caught up (a record with nothing pending behind it, or
-// nothing stored to replay), the subscriber is live and a full queue means
-// it fell SendQueueBytes behind: it is closed with CloseSlowConsumer.
-func (wc *wsConn) follow(ctx context.Context, st streamStart) error {
-	live := st.Last.Offset <= st.After
-	ended := false
-	err := wc.g.bus.Follow(ctx, wc.tenant, wc.workflow, st.After, func(ctx context.Context, rec bus.Record) error {
-		f := events.NewFrame(rec.Envelope, rec.Offset, wc.epoch)
-		end := f.Terminal()
-		if err := wc.send(ctx, f, end, !live); err != nil {
-			return err
-		}
-		live = live || rec.Pending == 0
-		if end {
-			ended = true
-			return bus.ErrStop
-		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, errSlow) || ctx.Err() != nil:
-		return nil
-	case err == nil && !ended:
-		// Follow also ends without error when its consumer is closed
-		// under it (the NATS connection draining): the stream must not
-		// then hang open with nothing more to come.
-		return errors.New("gateway: event stream ended before the workflow did")
-	}
-	return err
 }
 
 // read handles client frames until the connection ends: a control frame is
@@ -270,15 +261,6 @@ func (wc *wsConn) sendData(ctx context.Context, typ string, v any) {
 // overflowing the queue. errSlow means the client is too far behind and is
 // being closed: the frame was not queued, nor will any later one be.
 func (wc *wsConn) send(ctx context.Context, f events.Frame, end, wait bool) error {
-	it := wsItem{b: appendFrame(make([]byte, 0, 256+len(f.Data)), f), end: end, event: f.Offset > 0}
-	if wait {
-		return wc.q.pushWait(ctx, it)
-	}
-	overflowed, err := wc.q.push(it)
-	if overflowed {
-		wc.g.stats().slowCloses.WithLabelValues(metricKindWS).Inc()
-		wc.g.log.Warn("websocket slow consumer closed", "tenant", wc.tenant, "workflow", wc.workflow,
-			"send_queue_bytes", wc.q.limit, "offset", f.Offset)
-	}
-	return err
+	it := wsItem{b: appendFrame(make([]byte, 0, 256+len(f.Data)), f), end: end, event: f.Offset > 0, off: f.Offset, typ: f.Type}
+	return wc.g.enqueue(ctx, wc.q, it, wait, wc.tenant, wc.workflow)
 }

@@ -5,11 +5,16 @@ import (
 	"sync"
 )
 
-// wsItem is one encoded frame; end closes the connection normally once
-// it is written; event marks a workflow event (not a gateway frame).
+// wsItem is one encoded frame (JSON, as a WebSocket message; an SSE
+// stream wraps it in its event's lines): end closes the stream normally
+// once it is written; event marks a workflow event (not a gateway frame),
+// off its offset and typ its type. The bytes may be shared between streams
+// and are never modified.
 type wsItem struct {
 	b          []byte
 	end, event bool
+	off        uint64
+	typ        string
 }
 
 // sendQueue is a connection's frames not yet written to its socket,
@@ -17,6 +22,8 @@ type wsItem struct {
 // One goroutine writes; any may push. Safe for concurrent use.
 type sendQueue struct {
 	limit int
+	// kind is the stream's kind for metrics: metricKindWS or metricKindSSE.
+	kind string
 	// ready holds a token when the writer should look again; overflow is
 	// closed when a push found no room.
 	ready    chan struct{}
@@ -29,8 +36,8 @@ type sendQueue struct {
 	room  chan struct{} // closed by the next pop, for pushWait; nil if none waits
 }
 
-func newSendQueue(limit int) *sendQueue {
-	return &sendQueue{limit: limit, ready: make(chan struct{}, 1), overflow: make(chan struct{})}
+func newSendQueue(limit int, kind string) *sendQueue {
+	return &sendQueue{limit: limit, kind: kind, ready: make(chan struct{}, 1), overflow: make(chan struct{})}
 }
 
 // fits reports whether n more bytes are within the limit. An empty queue
@@ -64,6 +71,24 @@ func (q *sendQueue) push(it wsItem) (overflowed bool, err error) {
 	}
 	q.add(it)
 	return false, nil
+}
+
+// pushAll appends every frame of items if together they fit, and reports
+// whether they did; an overflowed queue takes nothing.
+func (q *sendQueue) pushAll(items []wsItem) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, it := range items {
+		n += len(it.b)
+	}
+	if q.over || (n > 0 && q.bytes > 0 && q.bytes+n > q.limit) {
+		return false
+	}
+	for _, it := range items {
+		q.add(it)
+	}
+	return true
 }
 
 // pushWait appends a frame once it fits, waiting for the writer to make

@@ -10,7 +10,7 @@ import (
 func TestSendQueue(t *testing.T) {
 	frame := func(n int) wsItem { return wsItem{b: make([]byte, n)} }
 	t.Run("bounded, then dead", func(t *testing.T) {
-		q := newSendQueue(100)
+		q := newSendQueue(100, metricKindWS)
 		for _, n := range []int{60, 40} {
 			if over, err := q.push(frame(n)); over || err != nil {
 				t.Fatalf("push %d: %v %v", n, over, err)
@@ -35,7 +35,7 @@ func TestSendQueue(t *testing.T) {
 		}
 	})
 	t.Run("a large frame into an empty queue", func(t *testing.T) {
-		q := newSendQueue(100)
+		q := newSendQueue(100, metricKindWS)
 		if _, err := q.push(wsItem{b: make([]byte, 500), end: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func TestSendQueue(t *testing.T) {
 		}
 	})
 	t.Run("pushWait waits for room", func(t *testing.T) {
-		q := newSendQueue(100)
+		q := newSendQueue(100, metricKindWS)
 		if _, err := q.push(frame(80)); err != nil {
 			t.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func (l logSignal) wait(t testing.TB) {
 // contiguous prefix of the stream; it resumes from its last offset and
 // gets the rest. A fast client on the same workflow is unaffected.
 func TestWSSlowClientIsClosed(t *testing.T) {
-	slow := newLogSignal("websocket slow consumer closed")
+	slow := newLogSignal("slow consumer closed")
 	s := startGateway(t, bustest.New(t), func(c *gateway.Config) {
 		c.WS.SendQueueBytes = 256 << 10
 		c.Logger = slog.New(slow)

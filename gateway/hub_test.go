@@ -1,0 +1,151 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/agentbus/agentbus/bus/bustest"
+	"github.com/agentbus/agentbus/gateway"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// consumers is how many consumers the events stream has.
+func consumers(t testing.TB, s *stack) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	str, err := s.env.Bus.JetStream().Stream(ctx, subjects.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return str.CachedInfo().State.Consumers
+}
+
+// until polls cond until it holds, failing the test at the deadline.
+func until(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("no %s within %s", what, deadline)
+		}
+		<-tick.C
+	}
+}
+
+// TestHubSharesOneConsumer: live subscribers of one workflow, over
+// WebSocket and SSE, replay on their own consumers and then share the
+// workflow's hub — one consumer on the events stream — and every one of
+// them still gets every event exactly once, in order, to the terminal one.
+func TestHubSharesOneConsumer(t *testing.T) {
+	s := startGateway(t, bustest.New(t))
+	bareWorkflow(t, s.env, "wf", "working")
+	var want []uint64
+	for i := range 5 {
+		want = append(want, mustPublish(t, s.env, "wf", i, false))
+	}
+	const nWS, nSSE = 12, 4
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	var mu sync.Mutex
+	var got [][]uint64
+	var wg sync.WaitGroup
+	for range nWS {
+		c := s.mustDialWS(t, "/v1/workflows/wf/ws")
+		wg.Go(func() {
+			st, err := readWS(ctx, c, nil)
+			if err == nil && st.CloseCode() != websocket.StatusNormalClosure {
+				err = fmt.Errorf("closed with %v", st.End)
+			}
+			_, _, evs, cerr := checkWS(st.Frames)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil || cerr != nil {
+				t.Errorf("ws: %v %v", err, cerr)
+			}
+			got = append(got, wsOffsets(evs))
+		})
+	}
+	for range nSSE {
+		wg.Go(func() {
+			_, fs, err := s.follow(ctx, "/v1/workflows/wf/events")
+			var offs []uint64
+			for _, f := range fs {
+				offs = append(offs, f.Offset)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				t.Errorf("sse: %v", err)
+			}
+			got = append(got, offs)
+		})
+	}
+	// Every subscriber has replayed the five events and joined the hub:
+	// its own consumer is gone, the hub's remains.
+	until(t, "single shared consumer", func() bool {
+		return consumers(t, s) == 1 && s.metric(t, "agentbus_gateway_hubs") == 1 &&
+			s.metric(t, `agentbus_gateway_frames_sent_total{kind="ws"}`) == nWS*5 &&
+			s.metric(t, `agentbus_gateway_frames_sent_total{kind="sse"}`) == nSSE*5
+	})
+	for i := 5; i < 40; i++ {
+		want = append(want, mustPublish(t, s.env, "wf", i, i == 39))
+	}
+	wg.Wait()
+	if len(got) != nWS+nSSE {
+		t.Fatalf("%d streams, want %d", len(got), nWS+nSSE)
+	}
+	for i, g := range got {
+		if fmt.Sprint(g) != fmt.Sprint(want) {
+			t.Fatalf("stream %d: offsets %v, want %v", i, g, want)
+		}
+	}
+	// The hub ended with the workflow.
+	until(t, "hub gone", func() bool { return consumers(t, s) == 0 && s.metric(t, "agentbus_gateway_hubs") == 0 })
+}
+
+// TestHubLingersThenStops: a hub outlives its last subscriber by
+// WSConfig.HubLinger, so that a reconnecting client finds it, and then
+// stops with its consumer.
+func TestHubLingersThenStops(t *testing.T) {
+	s := startGateway(t, bustest.New(t), func(c *gateway.Config) { c.WS.HubLinger = 50 * time.Millisecond })
+	bareWorkflow(t, s.env, "wf", "working")
+	first := mustPublish(t, s.env, "wf", 0, false)
+	c := s.mustDialWS(t, "/v1/workflows/wf/ws")
+	until(t, "joined hub", func() bool {
+		return consumers(t, s) == 1 && s.metric(t, `agentbus_gateway_frames_sent_total{kind="ws"}`) == 1
+	})
+	_ = c.Close(websocket.StatusNormalClosure, "bye")
+	until(t, "hub stopped", func() bool { return consumers(t, s) == 0 && s.metric(t, "agentbus_gateway_hubs") == 0 })
+
+	// A new subscriber after the stop starts a new hub and misses nothing.
+	second := mustPublish(t, s.env, "wf", 1, false)
+	c = s.mustDialWS(t, fmt.Sprintf("/v1/workflows/wf/ws?from=%d", first))
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	var offs []uint64
+	done := make(chan error, 1)
+	go func() {
+		_, err := readWS(ctx, c, func(f wsFrame) error {
+			if f.Offset > 0 {
+				offs = append(offs, f.Offset)
+			}
+			return nil
+		})
+		done <- err
+	}()
+	last := mustPublish(t, s.env, "wf", 2, true)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(offs) != fmt.Sprint([]uint64{second, last}) {
+		t.Fatalf("offsets %v, want [%d %d]", offs, second, last)
+	}
+}
