@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentbus/agentbus/retrieval/eval"
+	"github.com/agentbus/agentbus/retrieval/vespa/vespatest"
+)
+
+func TestEvalCommand(t *testing.T) {
+	fake := vespatest.New(t)
+	data, docs, labels := t.TempDir(), t.TempDir(), t.TempDir()
+	writeFiles(t, docs, sampleDocs)
+	backend := []string{"--data", data, "--tenant", "acme", "--search-backend", "vespa", "--vespa-url", fake.URL}
+	if code, out, errs := searchCLI(t, append(append([]string{"index"}, backend...), docs)...); code != exitFailed {
+		t.Fatalf("index: exit %d\n%s%s", code, out, errs)
+	}
+	writeFiles(t, labels, map[string]string{
+		"queries.jsonl": `{"_id":"h","text":"sha256 checksum"}` + "\n" + `{"_id":"u","text":"url query string"}` + "\n" +
+			`{"_id":"x","text":"nothing judged"}` + "\n",
+		"qrels.tsv": "query-id\tcorpus-id\tscore\nh\tguides/hashing.md\t2\nu\turls\t2\nu\tguides/csv.txt\t1\n",
+		"bad.tsv":   "query-id\tcorpus-id\tscore\nh\tguides/hashing.md\n",
+	})
+	q, r := filepath.Join(labels, "queries.jsonl"), filepath.Join(labels, "qrels.tsv")
+
+	code, out, errs := searchCLI(t, append([]string{"eval", "--queries", q, "--qrels", r, "--k", "3"}, backend...)...)
+	if code != exitCompleted {
+		t.Fatalf("eval: exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"2 queries, k=3, tenant acme", "NDCG@3", "bm25", "vector", "rrf", "not scored (no relevant judgement): x"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, errs = searchCLI(t, append([]string{"eval", "--queries", q, "--qrels", r, "--k", "3", "--json"}, backend...)...)
+	var rep eval.Report
+	if err := json.Unmarshal([]byte(out), &rep); code != exitCompleted || err != nil {
+		t.Fatalf("eval --json: exit %d, %v\n%s%s", code, err, out, errs)
+	}
+	if len(rep.Runs) != 3 || rep.Runs[2].Name != eval.RRF {
+		t.Fatalf("runs %+v, want bm25, vector, rrf", rep.Runs)
+	}
+	// Each query names its document in distinctive words: BM25 ranks it
+	// first, so the query's MRR is 1 and the hashing query's NDCG is 1.
+	bm25 := rep.Runs[0]
+	if bm25.Name != "bm25" || bm25.MRR != 1 || bm25.Queries[0].ID != "h" || bm25.Queries[0].NDCG != 1 || bm25.Queries[0].Docs[0] != "guides/hashing.md" {
+		t.Errorf("bm25 run %+v: want MRR 1 and guides/hashing.md first for h", bm25)
+	}
+
+	bad := filepath.Join(labels, "bad.tsv")
+	code, _, errs = searchCLI(t, append([]string{"eval", "--queries", q, "--qrels", bad}, backend...)...)
+	if code != exitUsage || !strings.Contains(errs, filepath.ToSlash(bad)+":2: 2 fields") {
+		t.Errorf("bad qrels: exit %d, stderr %q: want %d naming %s:2", code, errs, exitUsage, bad)
+	}
+	code, _, errs = searchCLI(t, append([]string{"eval", "--queries", q}, backend...)...)
+	if code != exitUsage || !strings.Contains(errs, "give both --queries and --qrels") {
+		t.Errorf("--queries alone: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestEvalShippedLabels runs eval with no label files on a tenant that
+// already has documents: the shipped queries are scored against them
+// and the shipped corpus is not indexed.
+func TestEvalShippedLabels(t *testing.T) {
+	fake := vespatest.New(t)
+	data, docs := t.TempDir(), t.TempDir()
+	writeFiles(t, docs, map[string]string{"a.md": "Compute a SHA-256 checksum."})
+	backend := []string{"--data", data, "--search-backend", "vespa", "--vespa-url", fake.URL}
+	if code, out, errs := searchCLI(t, append(append([]string{"index"}, backend...), docs)...); code != exitCompleted {
+		t.Fatalf("index: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs := searchCLI(t, append([]string{"eval", "--json"}, backend...)...)
+	var rep eval.Report
+	if err := json.Unmarshal([]byte(out), &rep); code != exitCompleted || err != nil {
+		t.Fatalf("eval: exit %d, %v\n%s%s", code, err, out, errs)
+	}
+	if strings.Contains(errs, "indexing the shipped corpus") || rep.Queries != 60 || rep.Tenant != "default" || len(rep.Runs) != 3 {
+		t.Fatalf("report for %d queries, tenant %q, %d runs; stderr %q", rep.Queries, rep.Tenant, len(rep.Runs), errs)
+	}
+	for _, run := range rep.Runs {
+		if run.MRR != 0 || run.NDCG != 0 { // a.md is relevant to nothing
+			t.Errorf("%s: NDCG %.3f MRR %.3f, want 0", run.Name, run.NDCG, run.MRR)
+		}
+	}
+}
