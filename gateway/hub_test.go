@@ -44,8 +44,11 @@ func until(t testing.TB, what string, cond func() bool) {
 // WebSocket and SSE, replay on their own consumers and then share the
 // workflow's hub — one consumer on the events stream — and every one of
 // them still gets every event exactly once, in order, to the terminal one.
+//
+// The WebSocket side runs with a write delay, so frames are written in
+// gathered batches.
 func TestHubSharesOneConsumer(t *testing.T) {
-	s := startGateway(t, bustest.New(t))
+	s := startGateway(t, bustest.New(t), func(c *gateway.Config) { c.WS.WriteDelay = 5 * time.Millisecond })
 	bareWorkflow(t, s.env, "wf", "working")
 	var want []uint64
 	for i := range 5 {

@@ -70,6 +70,11 @@ type WSConfig struct {
 	IdleTimeout time.Duration
 	// ReadLimit bounds one client frame; default 16 KiB.
 	ReadLimit int64
+	// WriteDelay lets frames gather for this long after the first one is
+	// queued before they are written, in one system call: fewer wake-ups
+	// and writes per frame when a workflow emits fast to many subscribers,
+	// for at most this much added latency. Default 0: write at once.
+	WriteDelay time.Duration
 	// HubLinger keeps following a workflow for this long after its last
 	// live subscriber left, so reconnecting clients find its hub still
 	// there; default 10s.
@@ -108,6 +113,9 @@ func (c WSConfig) Validate() error {
 	}
 	if c.IdleTimeout <= c.PingInterval {
 		errs = append(errs, fmt.Errorf("gateway: websocket idle timeout %s must exceed the ping interval %s", c.IdleTimeout, c.PingInterval))
+	}
+	if c.WriteDelay < 0 || c.WriteDelay > time.Second {
+		errs = append(errs, fmt.Errorf("gateway: websocket write delay %s is outside [0, 1s]", c.WriteDelay))
 	}
 	if c.HubLinger < 0 {
 		errs = append(errs, fmt.Errorf("gateway: websocket hub linger %s is negative", c.HubLinger))

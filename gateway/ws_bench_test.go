@@ -143,18 +143,21 @@ const fanoutEnv = "AGENTBUS_WS_FANOUT"
 //
 //	go test -run '^$' -bench BenchmarkWSFanout -benchtime 1x ./gateway
 func BenchmarkWSFanout(b *testing.B) {
-	for _, c := range []struct{ conns, rate int }{{1000, 500}, {1000, 50}, {100, 500}} {
-		b.Run(fmt.Sprintf("subs=%d/rate=%d", c.conns, c.rate), func(b *testing.B) {
+	for _, c := range []struct {
+		conns, rate int
+		delay       time.Duration
+	}{{1000, 500, 0}, {1000, 500, 10 * time.Millisecond}, {1000, 50, 0}, {100, 500, 0}} {
+		b.Run(fmt.Sprintf("subs=%d/rate=%d/write_delay=%s", c.conns, c.rate, c.delay), func(b *testing.B) {
 			for b.Loop() {
-				fanout(b, c.conns, c.rate, 3)
+				fanout(b, c.conns, c.rate, 3, c.delay)
 			}
 		})
 	}
 }
 
-func fanout(b *testing.B, conns, rate, seconds int) {
+func fanout(b *testing.B, conns, rate, seconds int, delay time.Duration) {
 	env := bustest.New(b)
-	s := startGateway(b, env)
+	s := startGateway(b, env, func(c *gateway.Config) { c.WS.WriteDelay = delay })
 	bareWorkflow(b, env, "fanout", "working")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
