@@ -79,6 +79,7 @@ func newGateway() *cobra.Command {
 	var f connectFlags
 	var addr string
 	var auth authFlags
+	var ws wsFlags
 	cmd := &cobra.Command{
 		Use:   "gateway",
 		Short: "Run the HTTP gateway against a NATS server; run several behind a load balancer",
@@ -91,7 +92,7 @@ func newGateway() *cobra.Command {
 			}
 			defer closeBus()
 			log, _ := newLogger(f.logLevel)
-			g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: addr, Logger: log, Auth: auth.config()})
+			g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: addr, Logger: log, Auth: auth.config(), WS: ws.config()})
 			if err != nil {
 				return &exitError{code: exitUsage, msg: err.Error()}
 			}
@@ -106,5 +107,6 @@ func newGateway() *cobra.Command {
 	f.register(cmd)
 	cmd.Flags().StringVar(&addr, "http-addr", "127.0.0.1:8080", "HTTP listen address HOST:PORT")
 	auth.register(cmd)
+	ws.register(cmd)
 	return cmd
 }

@@ -22,6 +22,7 @@ type serveFlags struct {
 	worker                                         workerFlags
 	plan                                           planFlags
 	auth                                           authFlags
+	ws                                             wsFlags
 }
 
 func newServe() *cobra.Command {
@@ -44,6 +45,7 @@ func newServe() *cobra.Command {
 	f.worker.register(cmd)
 	f.plan.register(cmd)
 	f.auth.register(cmd)
+	f.ws.register(cmd)
 	return cmd
 }
 
@@ -104,7 +106,7 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 	if err != nil {
 		return err
 	}
-	g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: f.httpAddr, Logger: log, Auth: f.auth.config()})
+	g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: f.httpAddr, Logger: log, Auth: f.auth.config(), WS: f.ws.config()})
 	if err != nil {
 		return &exitError{code: exitUsage, msg: err.Error()}
 	}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentbus/agentbus/gateway"
+)
+
+// wsFlags are the event-stream flags of the roles that serve HTTP (serve,
+// gateway). Zero values mean the gateway's defaults; the gateway validates.
+type wsFlags struct {
+	sendQueue    int
+	pingInterval time.Duration
+	idleTimeout  time.Duration
+	writeDelay   time.Duration
+	hubLinger    time.Duration
+}
+
+func (f *wsFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.IntVar(&f.sendQueue, "ws-send-queue", 1<<20, "bytes of frames a WebSocket or SSE client may be behind the live tail before it is closed (4008) to resume from its offset")
+	fl.DurationVar(&f.pingInterval, "ws-ping-interval", 20*time.Second, "WebSocket ping interval")
+	fl.DurationVar(&f.idleTimeout, "ws-idle-timeout", 60*time.Second, "close a WebSocket (1008) after this long without a pong or a client frame")
+	fl.DurationVar(&f.writeDelay, "ws-write-delay", 0, "let frames gather this long before one write (fewer system calls with many fast subscribers; adds at most this latency)")
+	fl.DurationVar(&f.hubLinger, "ws-hub-linger", 10*time.Second, "keep following a workflow this long after its last live subscriber left")
+}
+
+func (f *wsFlags) config() gateway.WSConfig {
+	return gateway.WSConfig{SendQueueBytes: f.sendQueue, PingInterval: f.pingInterval, IdleTimeout: f.idleTimeout,
+		WriteDelay: f.writeDelay, HubLinger: f.hubLinger}
+}
