@@ -256,6 +256,13 @@ func (g *Gateway) a2aRPC(w http.ResponseWriter, r *http.Request) {
 		writeRPC(w, http.StatusOK, req.ID, nil, rerr)
 		return
 	}
+	if !g.mayControl(r) && (req.Method == methodSend || req.Method == methodStream || req.Method == methodCancel) {
+		g.stats().authFailures.WithLabelValues("forbidden").Inc()
+		w.Header().Set("WWW-Authenticate", `Bearer realm="agentbus", error="insufficient_scope"`)
+		writeRPC(w, http.StatusForbidden, req.ID, nil, rpcErr(rpcInvalidRequest, "/method",
+			"a viewer token is read-only: %s needs a client or admin token; %s and %s are allowed", req.Method, methodGet, methodResubscribe))
+		return
+	}
 	var result any
 	switch req.Method {
 	case methodStream, methodResubscribe:

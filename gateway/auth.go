@@ -204,7 +204,10 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, route str
 			return r, false
 		}
 	}
-	if gr.role == RoleViewer && r.Method != http.MethodGet && r.Method != http.MethodHead {
+	// POST /a2a carries reads too (tasks/get, tasks/resubscribe): the
+	// A2A handler refuses a viewer's writes by method (mayControl).
+	readOnly := r.Method == http.MethodGet || r.Method == http.MethodHead || (r.Method == http.MethodPost && r.URL.Path == "/a2a")
+	if gr.role == RoleViewer && !readOnly {
 		g.refuse(w, http.StatusForbidden, "forbidden", `Bearer realm="agentbus", error="insufficient_scope"`, "a viewer token is read-only: "+r.Method+" needs a client or admin token")
 		return r, false
 	}

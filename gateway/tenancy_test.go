@@ -229,6 +229,20 @@ func TestRolesAndCarriers(t *testing.T) {
 			wantError(t, "viewer "+m+" "+p, r, http.StatusForbidden, "forbidden")
 		}
 	})
+	t.Run("viewer reads over A2A but never writes", func(t *testing.T) {
+		get := `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"acme-wf"}}`
+		if r := s.mustDo(t, http.MethodPost, "/a2a", []byte(get), bearer(viewerToken)...); r.Status != http.StatusOK ||
+			!strings.Contains(string(r.Body), `"result"`) {
+			t.Fatalf("viewer tasks/get: %d %s", r.Status, r.Body)
+		}
+		for _, m := range []string{"message/send", "message/stream", "tasks/cancel"} {
+			body := `{"jsonrpc":"2.0","id":2,"method":"` + m + `","params":{"id":"acme-wf","message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`
+			r := s.mustDo(t, http.MethodPost, "/a2a", []byte(body), bearer(viewerToken)...)
+			if r.Status != http.StatusForbidden || !strings.Contains(string(r.Body), "read-only") {
+				t.Fatalf("viewer %s: %d %s, want 403 read-only", m, r.Status, r.Body)
+			}
+		}
+	})
 	t.Run("client header ignored", func(t *testing.T) {
 		h := append(bearer(acmeToken), gateway.TenantHeader, "globex")
 		if st := s.state(t, "/v1/workflows/acme-wf", h...); st["tenant_id"] != "acme" {
