@@ -42,9 +42,10 @@ func TestNames(t *testing.T) {
 	var got []string
 	for _, n := range schemas.Names() {
 		// Agents' input and output schemas ("agent.<capability>.input",
-		// "agent.<capability>.output") come and go with the agents; each
-		// still needs its golden documents (TestValidGolden).
-		if !strings.HasPrefix(n, "agent.") {
+		// "agent.<capability>.output") and the indexer's ("index.*") come
+		// and go with them; each still needs its golden documents
+		// (TestValidGolden).
+		if !strings.HasPrefix(n, "agent.") && !strings.HasPrefix(n, "index.") {
 			got = append(got, n)
 		}
 	}
@@ -260,9 +261,20 @@ var invalidGolden = map[string][]string{
 
 func TestInvalidGolden(t *testing.T) {
 	files := goldenFiles(t, "invalid")
-	for key := range files {
-		if _, ok := invalidGolden[key]; !ok {
+	for key, b := range files {
+		if _, ok := invalidGolden[key]; ok {
+			continue
+		}
+		// Agents' and the indexer's schemas keep their invalid goldens
+		// without pinned pointers: each must still fail with a
+		// *ValidationError.
+		if !strings.HasPrefix(key, "agent.") && !strings.HasPrefix(key, "index.") {
 			t.Errorf("testdata/invalid/%s.json has no entry in invalidGolden", key)
+			continue
+		}
+		var ve *schemas.ValidationError
+		if err := schemas.Validate(schemaOf(key), b); !errors.As(err, &ve) || len(ve.Problems) == 0 {
+			t.Errorf("testdata/invalid/%s.json: Validate = %v, want a *ValidationError", key, err)
 		}
 	}
 	for key, want := range invalidGolden {
