@@ -18,6 +18,10 @@ const (
 	CapabilitySearch           = "search"
 	CapabilitySummarize        = "summarize"
 	CapabilityDetailedReport   = "detailed_report"
+	// CapabilityMemory joins either flow when registered: it runs beside
+	// the first steps (optional: a failing memory never fails the
+	// workflow) and the answer step reads what it recalled.
+	CapabilityMemory = "memory"
 )
 
 // flow is one of the seed system's fixed plans for a query.
@@ -60,6 +64,20 @@ var complexFlow = flow{
 			{ID: CapabilityDetailedReport, Capability: CapabilityDetailedReport, Input: queryInput(q, false), DependsOn: []string{CapabilitySearch}},
 		}}
 	},
+}
+
+// withMemory adds an optional memory step to a flow's plan when the
+// capability is registered: it starts with the first steps and the last
+// step (the answer) depends on it.
+func withMemory(p events.Plan, shape, query string, have map[string]bool) (events.Plan, string) {
+	if !have[CapabilityMemory] || len(p.Steps) == 0 {
+		return p, shape
+	}
+	last := &p.Steps[len(p.Steps)-1]
+	last.DependsOn = append(slices.Clone(last.DependsOn), CapabilityMemory)
+	p.Steps = append(p.Steps, events.PlanStep{ID: CapabilityMemory, Capability: CapabilityMemory,
+		Input: queryInput(query, false), Optional: true})
+	return p, shape + " (with memory)"
 }
 
 // inFlow reports whether a capability is part of a built-in flow.
@@ -106,13 +124,16 @@ func (h HeuristicPlanner) Plan(_ context.Context, query string, agents []discove
 	var lacking []string
 	if verdict.Complex {
 		if lacking = missing(complexFlow.needs, have); len(lacking) == 0 {
-			return complexFlow.build(query), prefix + ": " + complexFlow.shape, nil
+			p, shape := withMemory(complexFlow.build(query), complexFlow.shape, query, have)
+			return p, prefix + ": " + shape, nil
 		}
 		if len(missing(simpleFlow.needs, have)) == 0 {
-			return simpleFlow.build(query), fmt.Sprintf("%s, but the complex flow lacks %s: %s", prefix, joinComma(lacking), simpleFlow.shape), nil
+			p, shape := withMemory(simpleFlow.build(query), simpleFlow.shape, query, have)
+			return p, fmt.Sprintf("%s, but the complex flow lacks %s: %s", prefix, joinComma(lacking), shape), nil
 		}
 	} else if lacking = missing(simpleFlow.needs, have); len(lacking) == 0 {
-		return simpleFlow.build(query), prefix + ": " + simpleFlow.shape, nil
+		p, shape := withMemory(simpleFlow.build(query), simpleFlow.shape, query, have)
+		return p, prefix + ": " + shape, nil
 	}
 	c, why := h.route(query, agents)
 	return PlanQuery(query, c), fmt.Sprintf("heuristic planner: no flow (%s not registered); %s", joinComma(lacking), why), nil

@@ -150,3 +150,47 @@ func TestHeuristicFlowsStagesAndEnsemble(t *testing.T) {
 		t.Fatalf("simple search input %v is marked ensemble", in)
 	}
 }
+
+// TestHeuristicFlowsWithMemory: with a memory agent registered, both flows
+// gain an optional memory step that runs with the first steps and that the
+// answer step waits for.
+func TestHeuristicFlowsWithMemory(t *testing.T) {
+	h := orchestrator.HeuristicPlanner{}
+	all := agentsFor(append(slices.Clone(seedCapabilities), orchestrator.CapabilityMemory)...)
+	for _, c := range []struct {
+		query, last string
+		want        []string
+	}{
+		{"what is the capital of France", "summarize", []string{"entity_extraction:entity_extraction", "search:search<-entity_extraction",
+			"summarize:summarize<-search+memory", "memory:memory"}},
+		{"compare the trade-offs of bm25 and vector search in detail", "detailed_report", nil},
+	} {
+		p, why, err := h.Plan(t.Context(), c.query, all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(why, "(with memory)") {
+			t.Errorf("%q: explanation %q does not mention memory", c.query, why)
+		}
+		if c.want != nil && !slices.Equal(shape(p), c.want) {
+			t.Errorf("%q: plan %v, want %v", c.query, shape(p), c.want)
+		}
+		mem := p.Steps[len(p.Steps)-1]
+		if mem.ID != "memory" || !mem.Optional || len(mem.DependsOn) != 0 {
+			t.Errorf("%q: memory step %+v: want optional, no dependencies", c.query, mem)
+		}
+		for _, s := range p.Steps {
+			if s.ID == c.last && !slices.Contains(s.DependsOn, "memory") {
+				t.Errorf("%q: %s does not wait for memory: %v", c.query, s.ID, s.DependsOn)
+			}
+		}
+		if got := inputOf(t, p, "memory")["query"]; got != c.query {
+			t.Errorf("%q: memory input query %v", c.query, got)
+		}
+	}
+	// Without memory the flows are unchanged.
+	p, _, _ := h.Plan(t.Context(), "what is the capital of France", agentsFor(seedCapabilities...))
+	if !slices.Equal(shape(p), simpleShape) {
+		t.Errorf("without memory: %v, want %v", shape(p), simpleShape)
+	}
+}
