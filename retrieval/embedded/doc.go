@@ -1,0 +1,21 @@
+// Package embedded is agentbus's default retrieval backend: a local,
+// per-tenant index under one directory, with no external service.
+//
+// Each tenant has a directory <Dir>/<tenant>/ holding
+//   - bleve/        a bleve index (English analyzer, BM25 scoring) over
+//     title and text, with the chunk's date and metadata indexed for
+//     filtering: the "bm25" profile;
+//   - chunks.gob    every chunk with its embedding, the source of truth for
+//     hits and counts, rewritten atomically on each Index call;
+//   - vectors.hnsw  a coder/hnsw graph (cosine distance) exported on Close
+//     and imported on open, removed before any change so that a stale
+//     graph is never loaded; without it the graph is rebuilt from
+//     chunks.gob. It answers the "vector" profile.
+//
+// Chunks enter through Index, which embeds them with the configured
+// llm.Embedder (the deterministic llm.LocalEmbedder by default) and
+// replaces any chunk with the same ID in both profiles; they leave as
+// retrieval.Hit values from Search. If the embedder changes between runs,
+// a tenant's chunks are re-embedded when it is opened. Tenants are opened
+// lazily and kept open until Close.
+package embedded

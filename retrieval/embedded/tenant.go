@@ -1,0 +1,179 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/coder/hnsw"
+)
+
+// tenant is one tenant's open index. mu guards everything below it: Index
+// and Close take it for writing, Search and Count for reading.
+type tenant struct {
+	dir string
+	cfg Config
+
+	mu          sync.RWMutex
+	closed      bool
+	text        bleve.Index
+	recs        map[string]record
+	graph       *hnsw.Graph[string]
+	dim         int  // the dimension of every stored vector; 0 before the first
+	graphOnDisk bool // vectors.hnsw matches the graph; removed before any change
+}
+
+func openTenant(ctx context.Context, dir string, cfg Config) (*tenant, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	s, err := loadStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	t := &tenant{dir: dir, cfg: cfg, recs: make(map[string]record, len(s.Records))}
+	for _, r := range s.Records {
+		t.recs[r.ID] = r
+	}
+	if t.text, err = openBleve(filepath.Join(dir, bleveName)); err != nil {
+		return nil, err
+	}
+	if s.Embedder != "" && s.Embedder != cfg.Embedder.Name() && len(t.recs) > 0 {
+		if err := t.reembed(ctx); err != nil {
+			_ = t.text.Close()
+			return nil, err
+		}
+	} else if err := t.loadGraph(); err != nil {
+		_ = t.text.Close()
+		return nil, err
+	}
+	for _, r := range t.recs {
+		if len(r.Vector) > 0 {
+			t.dim = len(r.Vector)
+			break
+		}
+	}
+	return t, nil
+}
+
+// reembed re-embeds every chunk with the configured embedder, which is not
+// the one the stored vectors came from, and rebuilds the graph.
+func (t *tenant) reembed(ctx context.Context) error {
+	ids := make([]string, 0, len(t.recs))
+	texts := make([]string, 0, len(t.recs))
+	for id, r := range t.recs {
+		ids = append(ids, id)
+		texts = append(texts, embedText(r.Title, r.Text))
+	}
+	vecs, err := t.cfg.Embedder.Embed(ctx, texts)
+	if err != nil {
+		return fmt.Errorf("re-embed %d chunks with %s: %w", len(texts), t.cfg.Embedder.Name(), err)
+	}
+	if len(vecs) != len(texts) {
+		return fmt.Errorf("re-embed: embedder %s returned %d vectors for %d chunks", t.cfg.Embedder.Name(), len(vecs), len(texts))
+	}
+	for i, id := range ids {
+		r := t.recs[id]
+		r.Vector = vecs[i]
+		t.recs[id] = r
+	}
+	if err := removeIfExists(filepath.Join(t.dir, graphName)); err != nil {
+		return err
+	}
+	t.rebuildGraph()
+	return t.save()
+}
+
+// put adds or replaces records in both profiles and saves the store.
+func (t *tenant) put(recs []record) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	dim := t.dim
+	for _, r := range recs {
+		if len(r.Vector) == 0 {
+			continue
+		}
+		if dim == 0 {
+			dim = len(r.Vector)
+		}
+		if len(r.Vector) != dim {
+			return fmt.Errorf("embedded: chunk %q has a vector of dimension %d, the index has %d (did the embedder change?)", r.ID, len(r.Vector), dim)
+		}
+	}
+	batch := t.text.NewBatch()
+	for _, r := range recs {
+		if err := batch.Index(r.ID, bleveDoc(r)); err != nil {
+			return fmt.Errorf("embedded: index chunk %q: %w", r.ID, err)
+		}
+	}
+	if err := t.text.Batch(batch); err != nil {
+		return fmt.Errorf("embedded: write bm25 index: %w", err)
+	}
+	if t.graphOnDisk {
+		if err := removeIfExists(filepath.Join(t.dir, graphName)); err != nil {
+			return fmt.Errorf("embedded: %w", err)
+		}
+		t.graphOnDisk = false
+	}
+	t.dim = dim
+	for _, r := range recs {
+		t.recs[r.ID] = r
+		t.upsertVector(r.ID, r.Vector)
+	}
+	if err := t.save(); err != nil {
+		return fmt.Errorf("embedded: %w", err)
+	}
+	return nil
+}
+
+func (t *tenant) save() error {
+	s := storeFile{Version: storeFormat, Embedder: t.cfg.Embedder.Name(), Records: make([]record, 0, len(t.recs))}
+	for _, r := range t.recs {
+		s.Records = append(s.Records, r)
+	}
+	return saveStore(t.dir, s)
+}
+
+func (t *tenant) count() (int, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed {
+		return 0, ErrClosed
+	}
+	return len(t.recs), nil
+}
+
+// close exports the graph and closes the bleve index.
+func (t *tenant) close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	var errs []error
+	if !t.graphOnDisk && t.graph.Len() > 0 {
+		if err := t.saveGraph(); err != nil {
+			errs = append(errs, fmt.Errorf("embedded: save vectors of %s: %w", filepath.Base(t.dir), err))
+		}
+	}
+	if err := t.text.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("embedded: close bm25 index of %s: %w", filepath.Base(t.dir), err))
+	}
+	return errors.Join(errs...)
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
