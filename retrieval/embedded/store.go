@@ -22,7 +22,11 @@ type record struct {
 	MetaJSON                       []byte
 	Date                           time.Time
 	Vector                         []float32
-	meta                           map[string]any
+	// VecKey is the record's node in the vector graph, "<id>\x00<gen>";
+	// empty when the vector is zero. A replaced record gets a new node
+	// and its old one is left behind as dead, never deleted (see vector.go).
+	VecKey string
+	meta   map[string]any
 }
 
 func newRecord(c retrieval.Chunk) (record, error) {
@@ -49,6 +53,7 @@ func (r record) hit(score float64) retrieval.Hit {
 type storeFile struct {
 	Version  int
 	Embedder string
+	NextGen  uint64 // the next VecKey generation
 	Records  []record
 }
 

@@ -24,7 +24,9 @@ type tenant struct {
 	text        bleve.Index
 	recs        map[string]record
 	graph       *hnsw.Graph[string]
-	dim         int  // the dimension of every stored vector; 0 before the first
+	dim         int    // the dimension of every stored vector; 0 before the first
+	nextGen     uint64 // the next VecKey generation
+	dead        int    // graph nodes no record points at any more
 	graphOnDisk bool // vectors.hnsw matches the graph; removed before any change
 }
 
@@ -36,21 +38,22 @@ func openTenant(ctx context.Context, dir string, cfg Config) (*tenant, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &tenant{dir: dir, cfg: cfg, recs: make(map[string]record, len(s.Records))}
+	t := &tenant{dir: dir, cfg: cfg, recs: make(map[string]record, len(s.Records)), nextGen: s.NextGen}
 	for _, r := range s.Records {
 		t.recs[r.ID] = r
 	}
 	if t.text, err = openBleve(filepath.Join(dir, bleveName)); err != nil {
 		return nil, err
 	}
+	var err2 error
 	if s.Embedder != "" && s.Embedder != cfg.Embedder.Name() && len(t.recs) > 0 {
-		if err := t.reembed(ctx); err != nil {
-			_ = t.text.Close()
-			return nil, err
-		}
-	} else if err := t.loadGraph(); err != nil {
+		err2 = t.reembed(ctx)
+	} else if t.loadGraph() {
+		err2 = t.save() // the rebuilt graph gave some records new keys
+	}
+	if err2 != nil {
 		_ = t.text.Close()
-		return nil, err
+		return nil, err2
 	}
 	for _, r := range t.recs {
 		if len(r.Vector) > 0 {
@@ -79,7 +82,7 @@ func (t *tenant) reembed(ctx context.Context) error {
 	}
 	for i, id := range ids {
 		r := t.recs[id]
-		r.Vector = vecs[i]
+		r.Vector, r.VecKey = vecs[i], ""
 		t.recs[id] = r
 	}
 	if err := removeIfExists(filepath.Join(t.dir, graphName)); err != nil {
@@ -125,8 +128,11 @@ func (t *tenant) put(recs []record) error {
 	}
 	t.dim = dim
 	for _, r := range recs {
+		t.putVector(&r)
 		t.recs[r.ID] = r
-		t.upsertVector(r.ID, r.Vector)
+	}
+	if t.dead > 64 && t.dead > t.graph.Len()/4 {
+		t.rebuildGraph()
 	}
 	if err := t.save(); err != nil {
 		return fmt.Errorf("embedded: %w", err)
@@ -135,7 +141,7 @@ func (t *tenant) put(recs []record) error {
 }
 
 func (t *tenant) save() error {
-	s := storeFile{Version: storeFormat, Embedder: t.cfg.Embedder.Name(), Records: make([]record, 0, len(t.recs))}
+	s := storeFile{Version: storeFormat, Embedder: t.cfg.Embedder.Name(), NextGen: t.nextGen, Records: make([]record, 0, len(t.recs))}
 	for _, r := range t.recs {
 		s.Records = append(s.Records, r)
 	}

@@ -4,17 +4,25 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/agentbus/agentbus/llm"
 	"github.com/agentbus/agentbus/retrieval"
 	"github.com/coder/hnsw"
 )
+
+// The vector graph never deletes. coder/hnsw v0.6.1's Delete leaves
+// one-way edges pointing at removed nodes (replenish adds edges in one
+// direction only), so later walks reach them, and Add then panics on a
+// nil entry point. Instead a replaced record gets a new node under a new
+// key and the old node is dead: skipped by searches (a node is live only
+// while its record's VecKey is its key) and dropped when the graph is
+// rebuilt, which happens once dead nodes outnumber a quarter of it.
 
 func (t *tenant) newGraph() *hnsw.Graph[string] {
 	g := hnsw.NewGraph[string]()
@@ -24,25 +32,32 @@ func (t *tenant) newGraph() *hnsw.Graph[string] {
 	return g
 }
 
-// loadGraph imports vectors.hnsw if it holds exactly the stored vectors,
-// and otherwise rebuilds the graph from the records.
-func (t *tenant) loadGraph() error {
-	b, err := os.ReadFile(filepath.Join(t.dir, graphName))
-	if errors.Is(err, fs.ErrNotExist) {
-		t.rebuildGraph()
-		return nil
+// loadGraph imports vectors.hnsw if it holds every record's node, and
+// otherwise rebuilds the graph. It reports whether records got new keys.
+func (t *tenant) loadGraph() bool {
+	if b, err := os.ReadFile(filepath.Join(t.dir, graphName)); err == nil {
+		g := t.newGraph()
+		if g.Import(bytes.NewReader(b)) == nil && t.covers(g) {
+			g.M, g.EfSearch = t.cfg.M, t.cfg.EfSearch
+			t.graph, t.graphOnDisk = g, true
+			t.dead = g.Len() - t.vectorCount()
+			return false
+		}
 	}
-	if err != nil {
-		return err
+	return t.rebuildGraph()
+}
+
+// covers reports whether g has the node of every record with a vector.
+func (t *tenant) covers(g *hnsw.Graph[string]) bool {
+	for _, r := range t.recs {
+		if zero(r.Vector) {
+			continue
+		}
+		if _, ok := g.Lookup(r.VecKey); r.VecKey == "" || !ok {
+			return false
+		}
 	}
-	g := t.newGraph()
-	if err := g.Import(bytes.NewReader(b)); err == nil && g.Len() == t.vectorCount() {
-		g.M, g.EfSearch = t.cfg.M, t.cfg.EfSearch
-		t.graph, t.graphOnDisk = g, true
-		return nil
-	}
-	t.rebuildGraph()
-	return nil
+	return true
 }
 
 func (t *tenant) saveGraph() error {
@@ -71,10 +86,11 @@ func (t *tenant) vectorCount() int {
 	return n
 }
 
-// rebuildGraph makes a new graph of every record with a non-zero vector
-// (a zero vector has no direction, so no cosine neighbours).
-func (t *tenant) rebuildGraph() {
-	t.graph = t.newGraph()
+// rebuildGraph makes a new graph of the live records' vectors (a zero
+// vector has no direction, so no cosine neighbours), keeping their keys
+// and giving one to a record without. It reports whether it gave any.
+func (t *tenant) rebuildGraph() bool {
+	t.graph, t.dead = t.newGraph(), 0
 	ids := make([]string, 0, len(t.recs))
 	for id, r := range t.recs {
 		if !zero(r.Vector) {
@@ -82,27 +98,41 @@ func (t *tenant) rebuildGraph() {
 		}
 	}
 	slices.Sort(ids)
+	changed := false
 	for _, id := range ids {
-		t.graph.Add(hnsw.MakeNode(id, t.recs[id].Vector))
+		r := t.recs[id]
+		if r.VecKey == "" {
+			r.VecKey, changed = t.newKey(id), true
+			t.recs[id] = r
+		}
+		t.graph.Add(hnsw.MakeNode(r.VecKey, r.Vector))
+	}
+	return changed
+}
+
+func (t *tenant) newKey(id string) string {
+	t.nextGen++
+	return id + "\x00" + strconv.FormatUint(t.nextGen, 36)
+}
+
+// putVector gives r a new graph node; the node of the record it replaces,
+// if any, becomes dead.
+func (t *tenant) putVector(r *record) {
+	if old, ok := t.recs[r.ID]; ok && old.VecKey != "" {
+		t.dead++
+	}
+	r.VecKey = ""
+	if !zero(r.Vector) {
+		r.VecKey = t.newKey(r.ID)
+		t.graph.Add(hnsw.MakeNode(r.VecKey, r.Vector))
 	}
 }
 
-// upsertVector puts the (already stored) record's vector in the graph.
-// coder/hnsw's Add panics on an existing key, so the old node is deleted
-// first; a Delete that empties the top layer leaves a graph whose Search
-// would dereference a nil entry point, so the graph is then rebuilt.
-func (t *tenant) upsertVector(id string, v []float32) {
-	if _, ok := t.graph.Lookup(id); ok {
-		t.graph.Delete(id)
-		topo := (&hnsw.Analyzer[string]{Graph: t.graph}).Topography()
-		if len(topo) > 0 && topo[len(topo)-1] == 0 {
-			t.rebuildGraph() // includes the new vector
-			return
-		}
-	}
-	if !zero(v) {
-		t.graph.Add(hnsw.MakeNode(id, v))
-	}
+// live returns the record whose current node key is.
+func (t *tenant) live(key string) (record, bool) {
+	id, _, _ := strings.Cut(key, "\x00")
+	r, ok := t.recs[id]
+	return r, ok && r.VecKey == key
 }
 
 func zero(v []float32) bool {
@@ -115,9 +145,10 @@ func zero(v []float32) bool {
 }
 
 // searchVector returns the chunks nearest to qv that pass the filters.
-// Without filters it asks the graph for K; with filters it compares qv
-// exactly with every passing chunk when they are few, and otherwise asks
-// the graph for ever more neighbours until K of them pass.
+// With filters passing few chunks it compares qv with each exactly;
+// otherwise it walks the graph for at least EfSearch neighbours (the walk
+// stops early when asked for fewer), and for ever more until K live,
+// passing ones are found, falling back to exact comparison.
 func (t *tenant) searchVector(qv []float32, q retrieval.Query) ([]retrieval.Hit, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
@@ -133,6 +164,7 @@ func (t *tenant) searchVector(qv []float32, q retrieval.Query) ([]retrieval.Hit,
 	}
 	k := q.Limit()
 	keep := func(r record) bool { return q.Filters.Match(r.Date, r.meta) }
+	liveN := n - t.dead
 	if !q.Filters.IsZero() {
 		passing := 0
 		for _, r := range t.recs {
@@ -140,18 +172,18 @@ func (t *tenant) searchVector(qv []float32, q retrieval.Query) ([]retrieval.Hit,
 				passing++
 			}
 		}
-		if passing <= t.cfg.BruteForceMax || passing*5 <= n {
+		if passing <= t.cfg.BruteForceMax || passing*5 <= liveN {
 			return t.exact(qv, k, keep), nil
 		}
-	} else if k >= n {
-		// Everything is asked for: compare exactly rather than trust that
-		// a graph walk reaches every node.
+	} else if k >= liveN || liveN <= t.cfg.ExactMax {
+		// Few vectors, or all asked for: compare exactly rather than trust
+		// that a walk reaches the nearest.
 		return t.exact(qv, k, keep), nil
 	}
-	for fetch := k; ; fetch *= 4 {
+	for fetch := max(4*k, t.cfg.EfSearch); ; fetch *= 4 {
 		var hits []retrieval.Hit
 		for _, node := range t.graph.Search(qv, min(fetch, n)) {
-			if r, ok := t.recs[node.Key]; ok && keep(r) {
+			if r, ok := t.live(node.Key); ok && keep(r) {
 				hits = append(hits, r.hit(llm.Cosine(qv, r.Vector)))
 			}
 		}
@@ -159,7 +191,6 @@ func (t *tenant) searchVector(qv []float32, q retrieval.Query) ([]retrieval.Hit,
 			return best(hits, k), nil
 		}
 		if fetch >= n {
-			// The walk did not reach K passing chunks: be exact.
 			return t.exact(qv, k, keep), nil
 		}
 	}
