@@ -27,7 +27,7 @@ type tenant struct {
 	dim         int    // the dimension of every stored vector; 0 before the first
 	nextGen     uint64 // the next VecKey generation
 	dead        int    // graph nodes no record points at any more
-	graphOnDisk bool // vectors.hnsw matches the graph; removed before any change
+	graphOnDisk bool   // vectors.hnsw matches the graph; removed before any change
 }
 
 func openTenant(ctx context.Context, dir string, cfg Config) (*tenant, error) {
