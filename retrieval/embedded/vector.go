@@ -196,15 +196,39 @@ func (t *tenant) searchVector(qv []float32, q retrieval.Query) ([]retrieval.Hit,
 	}
 }
 
-// exact scores qv against every record with a vector that keep accepts.
+// exact scores qv against every record with a vector that keep accepts,
+// building hits only for the best k.
 func (t *tenant) exact(qv []float32, k int, keep func(record) bool) []retrieval.Hit {
-	var hits []retrieval.Hit
-	for _, r := range t.recs {
-		if !zero(r.Vector) && keep(r) {
-			hits = append(hits, r.hit(llm.Cosine(qv, r.Vector)))
+	type scored struct {
+		score float64
+		id    string
+	}
+	top := make([]scored, 0, k+1)
+	worse := func(a, b scored) bool { return a.score < b.score || (a.score == b.score && a.id > b.id) }
+	for id, r := range t.recs {
+		if r.VecKey == "" || !keep(r) { // no key: a zero vector
+			continue
+		}
+		c := scored{llm.Cosine(qv, r.Vector), id}
+		if len(top) == k && !worse(top[k-1], c) {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(top, c, func(e, c scored) int {
+			if worse(c, e) {
+				return -1
+			}
+			return 1
+		})
+		top = slices.Insert(top, i, c)
+		if len(top) > k {
+			top = top[:k]
 		}
 	}
-	return best(hits, k)
+	hits := make([]retrieval.Hit, len(top))
+	for i, c := range top {
+		hits[i] = t.recs[c.id].hit(c.score)
+	}
+	return hits
 }
 
 // best sorts by similarity (ties by ID) and keeps k.
