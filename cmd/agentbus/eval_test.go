@@ -87,3 +87,51 @@ func TestEvalShippedLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexAndEvalEmbedded runs both commands on the default backend:
+// the embedded index under --data.
+func TestIndexAndEvalEmbedded(t *testing.T) {
+	data, docs, labels := t.TempDir(), t.TempDir(), t.TempDir()
+	writeFiles(t, docs, sampleDocs)
+	code, out, errs := searchCLI(t, "index", "--data", data, docs)
+	if code != exitFailed || !strings.Contains(out, "indexed 4 documents (4 chunks) from 3 files into tenant default") ||
+		!strings.Contains(out, "backend: embedded") {
+		t.Fatalf("index: exit %d\n%s%s", code, out, errs)
+	}
+	writeFiles(t, labels, map[string]string{
+		"queries.jsonl": `{"_id":"z","text":"gzip stream"}` + "\n" + `{"_id":"c","text":"comma separated values"}` + "\n",
+		"qrels.tsv":     "z\tgzip\t2\nc\tguides/csv.txt\t2\n",
+	})
+	code, out, errs = searchCLI(t, "eval", "--data", data, "--json", "--queries", filepath.Join(labels, "queries.jsonl"), "--qrels", filepath.Join(labels, "qrels.tsv"))
+	var rep eval.Report
+	if err := json.Unmarshal([]byte(out), &rep); code != exitCompleted || err != nil {
+		t.Fatalf("eval: exit %d, %v\n%s%s", code, err, out, errs)
+	}
+	if len(rep.Runs) != 3 || rep.Runs[0].Name != "bm25" || rep.Runs[0].MRR != 1 || rep.Runs[2].MRR != 1 {
+		t.Errorf("runs %+v: want bm25 and rrf to put each answer first", rep.Runs)
+	}
+}
+
+// TestEvalShippedCorpus runs eval with no label files on an empty
+// tenant: the shipped corpus is indexed first, then its 60 queries are
+// scored. The floors are far below what it measures (README) and far
+// above chance (1 relevant document in 176).
+func TestEvalShippedCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("indexes the whole sample corpus")
+	}
+	code, out, errs := searchCLI(t, "eval", "--json", "--data", t.TempDir())
+	var rep eval.Report
+	if err := json.Unmarshal([]byte(out), &rep); code != exitCompleted || err != nil {
+		t.Fatalf("eval: exit %d, %v\n%s%s", code, err, out, errs)
+	}
+	if !strings.Contains(errs, "indexing the shipped corpus") || rep.Queries != 60 || rep.Tenant != "default" || len(rep.Runs) != 3 {
+		t.Fatalf("report for %d queries, tenant %q; stderr %q", rep.Queries, rep.Tenant, errs)
+	}
+	if bm25 := rep.Runs[0]; bm25.Name != "bm25" || bm25.NDCG < 0.6 || bm25.MRR < 0.6 {
+		t.Errorf("bm25: NDCG %.3f MRR %.3f, want both ≥ 0.6", bm25.NDCG, bm25.MRR)
+	}
+	if rrf := rep.Runs[2]; rrf.NDCG < 0.5 || rrf.Recall < 0.6 {
+		t.Errorf("rrf: NDCG %.3f recall %.3f, want ≥ 0.5 and ≥ 0.6", rrf.NDCG, rrf.Recall)
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentbus/agentbus/llm"
 	"github.com/agentbus/agentbus/retrieval"
+	"github.com/agentbus/agentbus/retrieval/embedded"
 	"github.com/agentbus/agentbus/retrieval/ingest"
 	"github.com/agentbus/agentbus/retrieval/vespa"
 	"github.com/agentbus/agentbus/subjects"
@@ -164,23 +165,19 @@ type searchFlags struct {
 
 func (f *searchFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.data, "data", "./data", "data directory (the embedded index lives in <data>/search, the resume journal in <data>/index-journal)")
+	fl.StringVar(&f.data, "data", "./data", "data directory (the embedded index lives in <data>/index, the resume journal in <data>/index-journal)")
 	fl.StringVar(&f.tenant, "tenant", "default", "tenant whose index is used")
 	fl.StringVar(&f.backend, "search-backend", "embedded", "search backend: embedded or vespa")
 	fl.StringVar(&f.vespaURL, "vespa-url", "", "Vespa container URL, e.g. http://localhost:8080 (with --search-backend vespa)")
 }
 
 // searchDir is where the embedded backend keeps its indexes under data.
-func searchDir(data string) string { return filepath.Join(data, "search") }
+func searchDir(data string) string { return filepath.Join(data, "index") }
 
 // journalPath is the resume journal of a tenant's `agentbus index` runs.
 func journalPath(data, tenant string) string {
 	return filepath.Join(data, "index-journal", tenant+".jsonl")
 }
-
-// openEmbedded opens the embedded backend under dir; nil while that
-// backend is not part of the build.
-var openEmbedded func(dir string, e llm.Embedder) (retrieval.Backend, error)
 
 // open returns the backend the flags name.
 func (f *searchFlags) open() (retrieval.Backend, error) {
@@ -192,10 +189,7 @@ func (f *searchFlags) open() (retrieval.Backend, error) {
 		if f.vespaURL != "" {
 			return nil, &exitError{code: exitUsage, msg: "--vespa-url needs --search-backend vespa"}
 		}
-		if openEmbedded == nil {
-			return nil, &exitError{code: exitUsage, msg: "--search-backend embedded: not available in this build yet; use --search-backend vespa --vespa-url URL"}
-		}
-		b, err := openEmbedded(searchDir(f.data), llm.LocalEmbedder{})
+		b, err := embedded.Open(embedded.Config{Dir: searchDir(f.data), Embedder: llm.LocalEmbedder{}})
 		if err != nil {
 			return nil, &exitError{code: exitUsage, msg: err.Error()}
 		}

@@ -3,6 +3,8 @@ package ingest_test
 import (
 	"context"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -42,8 +44,17 @@ func (m *memory) Index(ctx context.Context, tenant string, chunks []retrieval.Ch
 	return nil
 }
 
-func (m *memory) Search(context.Context, string, string, retrieval.Query) ([]retrieval.Hit, error) {
-	return nil, nil
+// Search returns the chunks whose text contains the query, in ID order.
+func (m *memory) Search(_ context.Context, tenant, _ string, q retrieval.Query) ([]retrieval.Hit, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var hits []retrieval.Hit
+	for _, id := range slices.Sorted(maps.Keys(m.tenants[tenant])) {
+		if c := m.tenants[tenant][id]; strings.Contains(c.Text, q.Text) {
+			hits = append(hits, retrieval.Hit{ID: c.ID, DocID: c.DocID, Text: c.Text})
+		}
+	}
+	return hits, nil
 }
 
 func (m *memory) Count(_ context.Context, tenant string) (int, error) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentbus/agentbus/retrieval"
+	"github.com/agentbus/agentbus/retrieval/embedded"
 	"github.com/agentbus/agentbus/retrieval/ingest"
 )
 
@@ -229,8 +230,26 @@ func TestInterruptedRunResumes(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, map[string]string{"a.md": "Before the records.", "big.jsonl": jsonl(recs...), "z.txt": "After the records."})
 	const total = 40*2 + 2
+	for name, open := range map[string]func(t *testing.T) retrieval.Backend{
+		"memory":   func(t *testing.T) retrieval.Backend { return newBackend(t) },
+		"embedded": openEmbedded,
+	} {
+		t.Run(name, func(t *testing.T) { testResume(t, open(t), dir, total) })
+	}
+}
+
+func openEmbedded(t *testing.T) retrieval.Backend {
+	t.Helper()
+	b, err := embedded.Open(embedded.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func testResume(t *testing.T, b retrieval.Backend, dir string, total int) {
 	journal := filepath.Join(t.TempDir(), "j.jsonl")
-	b := newBackend(t)
 	cfg := ingest.Config{Tenant: "acme", Journal: journal, BatchSize: 5,
 		Chunker: retrieval.ChunkerConfig{MaxChars: 60, Overlap: -1}}
 	for _, after := range []int{3, 4} { // two interruptions, then a full run
@@ -266,6 +285,21 @@ func TestInterruptedRunResumes(t *testing.T) {
 	}
 	if slices.Contains(cb.indexed, "doc-00#0") || slices.Contains(cb.indexed, "a.md#0") {
 		t.Errorf("final run redid finished work: %v", cb.indexed)
+	}
+	// No duplicates: each record's closing sentence is found once, as
+	// its own chunk.
+	hits, err := b.Search(t.Context(), "acme", b.Profiles()[0], retrieval.Query{Text: "Record 17 closes", K: total})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n = 0
+	for _, h := range hits {
+		if h.ID == "doc-17#1" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("doc-17#1 found %d times in %v, want once", n, hits)
 	}
 }
 
