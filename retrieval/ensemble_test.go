@@ -46,7 +46,7 @@ func (f *fakeBackend) Profiles() []string {
 	return []string{ProfileBM25, ProfileVector}
 }
 func (f *fakeBackend) Index(context.Context, string, []Chunk) error { return nil }
-func (f *fakeBackend) Count(context.Context, string) (int, error)  { return 0, nil }
+func (f *fakeBackend) Count(context.Context, string) (int, error)   { return 0, nil }
 func (f *fakeBackend) Close() error                                 { return nil }
 func (f *fakeBackend) Search(ctx context.Context, tenant, profile string, q Query) ([]Hit, error) {
 	if f.barrier != nil {

@@ -26,6 +26,10 @@ func Fuse(k int, lists map[string][]Hit) []Hit {
 	index := make(map[string]int, total)
 	out := make([]Hit, 0, total)
 	best := make([]int, 0, total)
+	// One backing array for every hit's Profiles; each hit's slice is
+	// capped at len(names), so an append by a caller copies instead of
+	// writing into its neighbour's.
+	profiles := make([]string, total*len(names))
 	for _, name := range names {
 		for i, h := range lists[name] {
 			rank := i + 1
@@ -34,7 +38,8 @@ func Fuse(k int, lists map[string][]Hit) []Hit {
 				j = len(out)
 				index[h.ID] = j
 				h.Ranks = make(map[string]int, len(names))
-				h.Profiles = make([]string, 0, len(names))
+				off := len(out) * len(names)
+				h.Profiles = profiles[off : off : off+len(names)]
 				h.RRFScore = 0
 				out = append(out, h)
 				best = append(best, rank)

@@ -54,7 +54,6 @@ func goComments(max int) []retrieval.Chunk {
 	return out
 }
 
-
 var benchQueries = []string{
 	"how to parse a time zone from a string",
 	"goroutine blocked on a closed channel",
