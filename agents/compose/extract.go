@@ -35,16 +35,28 @@ type sentence struct {
 	score float64 // relevance, lexical and positional, in [0, 1]
 }
 
-// terms tokenises like the rest of agentbus and folds a plural "s" so that
-// "consumers" meets "consumer".
+// terms tokenises like the rest of agentbus and strips one common
+// inflection so that "acknowledged" meets "acknowledges" and "messages"
+// meets "message".
 func terms(text string) []string {
 	words := llm.Tokenize(text)
 	for i, w := range words {
-		if len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") {
-			words[i] = w[:len(w)-1]
-		}
+		words[i] = stem(w)
 	}
 	return words
+}
+
+// stem strips the first of -ing, -ed, -es, -s, -e that leaves at least
+// three letters ("process" keeps its "ss"). It is crude on purpose: both
+// the query and the sentences go through it, so it only has to agree
+// with itself.
+func stem(w string) string {
+	for _, suf := range []string{"ing", "ed", "es", "s", "e"} {
+		if strings.HasSuffix(w, suf) && len(w)-len(suf) >= 3 && !(suf == "s" && strings.HasSuffix(w, "ss")) {
+			return w[:len(w)-len(suf)]
+		}
+	}
+	return w
 }
 
 // sentences cuts every hit's text into candidate sentences: paragraphs and

@@ -145,7 +145,8 @@ func (c *composition) cited(s sentence) string {
 }
 
 // renderReport lays the chosen sentences out as Overview (the two most
-// relevant), Findings (the rest, grouped per source document in ranking
+// relevant), Findings (the rest, grouped per document section — the
+// chunk's title, which carries the document's headings — in ranking
 // order) and Sources.
 func (c *composition) renderReport(chosen []sentence) {
 	over := chosen[:min(2, len(chosen))]
@@ -172,7 +173,7 @@ func (c *composition) renderReport(chosen []sentence) {
 	var docs []string
 	group := map[string][]sentence{}
 	for _, s := range rest {
-		d := c.hits[s.hit].DocID
+		d := c.hits[s.hit].DocID + "\x00" + label(c.hits[s.hit])
 		if _, ok := group[d]; !ok {
 			docs = append(docs, d)
 		}
