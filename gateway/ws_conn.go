@@ -113,9 +113,6 @@ func (wc *wsConn) pump(ctx context.Context, followDone, readDone <-chan error, w
 	watchdog := time.AfterFunc(cfg.IdleTimeout, func() { _ = wc.c.CloseNow() })
 	watchdog.Stop()
 	defer watchdog.Stop()
-	delay := time.NewTimer(time.Hour)
-	delay.Stop()
-	defer delay.Stop()
 	pinging := make(chan struct{}, 1) // holds a token while a ping is out
 	ended := false                    // the last event frame was written
 	// flush sends what the batch held, under the watchdog.
@@ -186,16 +183,6 @@ func (wc *wsConn) pump(ctx context.Context, followDone, readDone <-chan error, w
 				return websocket.StatusPolicyViolation, "idle timeout"
 			}
 		case <-wc.q.ready:
-			if cfg.WriteDelay > 0 {
-				// Let frames gather: one wake-up and one write for all
-				// that arrive meanwhile (pushes do not wake a waiting
-				// writer twice).
-				delay.Reset(cfg.WriteDelay)
-				select {
-				case <-ctx.Done():
-				case <-delay.C:
-				}
-			}
 		}
 	}
 }

@@ -45,11 +45,16 @@ func newSendQueue(limit int, kind string) *sendQueue {
 // keeps up. Call with mu held.
 func (q *sendQueue) fits(n int) bool { return q.bytes == 0 || q.bytes+n <= q.limit }
 
-// add appends a frame; call with mu held.
+// add appends a frame and wakes the writer; call with mu held.
 func (q *sendQueue) add(it wsItem) {
+	q.addQuiet(it)
+	q.wake()
+}
+
+// addQuiet appends a frame without waking the writer; call with mu held.
+func (q *sendQueue) addQuiet(it wsItem) {
 	q.items = append(q.items, it)
 	q.bytes += len(it.b)
-	q.wake()
 }
 
 // push appends a frame if it fits. If not, the queue overflows: it drops
@@ -57,6 +62,16 @@ func (q *sendQueue) add(it wsItem) {
 // the client did get stay contiguous. overflowed is true for the push that
 // crossed the limit.
 func (q *sendQueue) push(it wsItem) (overflowed bool, err error) {
+	return q.pushMaybeQuiet(it, false)
+}
+
+// pushQuiet is push without waking the writer: the caller wakes it later
+// (WSConfig.WriteDelay), so frames arriving meanwhile share one write.
+func (q *sendQueue) pushQuiet(it wsItem) (overflowed bool, err error) {
+	return q.pushMaybeQuiet(it, true)
+}
+
+func (q *sendQueue) pushMaybeQuiet(it wsItem, quiet bool) (overflowed bool, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.over {
@@ -69,7 +84,11 @@ func (q *sendQueue) push(it wsItem) (overflowed bool, err error) {
 		close(q.overflow)
 		return true, errSlow
 	}
-	q.add(it)
+	if quiet {
+		q.addQuiet(it)
+	} else {
+		q.add(it)
+	}
 	return false, nil
 }
 
