@@ -14,6 +14,7 @@ import (
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/gateway"
 	"github.com/agentbus/agentbus/orchestrator"
+	"github.com/agentbus/agentbus/retrieval"
 )
 
 type serveFlags struct {
@@ -23,6 +24,9 @@ type serveFlags struct {
 	plan                                           planFlags
 	auth                                           authFlags
 	ws                                             wsFlags
+	search                                         backendFlags
+	// sampleCorpus indexes the shipped corpus into an empty default index.
+	sampleCorpus bool
 }
 
 func newServe() *cobra.Command {
@@ -46,6 +50,8 @@ func newServe() *cobra.Command {
 	f.plan.register(cmd)
 	f.auth.register(cmd)
 	f.ws.register(cmd)
+	f.search.register(cmd)
+	fl.BoolVar(&f.sampleCorpus, "sample-corpus", true, "index the shipped sample corpus (Go standard library documentation) into tenant default's search index when it is empty")
 	return cmd
 }
 
@@ -60,6 +66,35 @@ func newLogger(level string) (*slog.Logger, error) {
 // readyInfo says where a started serve listens; tests receive it.
 type readyInfo struct {
 	NATSURL, HTTPURL, DataDir string
+}
+
+// agentDeps opens what the built-in agents need: the LLM, the embedder and
+// the search backend (indexing the sample corpus into an empty default
+// index first, if asked to).
+func (f serveFlags) agentDeps(ctx context.Context, b *bus.Bus, log *slog.Logger) (agentDeps, error) {
+	chat, err := f.plan.chat()
+	if err != nil {
+		return agentDeps{}, err
+	}
+	emb, err := f.search.embedder()
+	if err != nil {
+		return agentDeps{}, err
+	}
+	open := func() (retrieval.Backend, error) {
+		be, err := f.search.open(searchDir(f.data))
+		if err != nil {
+			return nil, err
+		}
+		if f.sampleCorpus {
+			if err := indexSampleCorpus(ctx, be, gateway.DefaultTenant, log, os.Stderr); err != nil {
+				_ = be.Close()
+				return nil, err
+			}
+		}
+		log.Info("search backend", "backend", be.Name(), "profiles", be.Profiles())
+		return be, nil
+	}
+	return agentDeps{b: b, log: log, chat: chat, backend: open, embedder: emb}, nil
 }
 
 // serve runs everything until ctx ends; ready, if not nil, is called once
@@ -91,10 +126,18 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 	if f.worker.capabilities == nil {
 		f.worker = defaultWorkerFlags()
 	}
-	w, err := f.worker.worker(b, log)
+	if f.search.backend == "" {
+		f.search.backend = "embedded"
+	}
+	d, err := f.agentDeps(ctx, b, log)
 	if err != nil {
 		return err
 	}
+	w, closeAgents, err := f.worker.worker(ctx, d)
+	if err != nil {
+		return err
+	}
+	defer closeAgents()
 	if err := w.Start(ctx); err != nil {
 		return err
 	}

@@ -7,11 +7,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/retrieval"
 )
 
 func newWorker() *cobra.Command {
 	var wf workerFlags
-	var natsURL, logLevel string
+	var natsURL, logLevel, indexDir string
+	var plan planFlags
+	var sf backendFlags
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run built-in agents against a NATS server; start more to scale out",
@@ -29,10 +32,20 @@ func newWorker() *cobra.Command {
 				return &exitError{code: exitUsage, msg: err.Error()}
 			}
 			defer b.Close()
-			w, err := wf.worker(b, log)
+			chat, err := plan.chat()
 			if err != nil {
 				return err
 			}
+			emb, err := sf.embedder()
+			if err != nil {
+				return err
+			}
+			open := func() (retrieval.Backend, error) { return sf.open(indexDir) }
+			w, closeAgents, err := wf.worker(ctx, agentDeps{b: b, log: log, chat: chat, backend: open, embedder: emb})
+			if err != nil {
+				return err
+			}
+			defer closeAgents()
 			if err := w.Start(ctx); err != nil {
 				return &exitError{code: exitUsage, msg: err.Error() + " (is the server provisioned? start `agentbus serve` or `agentbus orchestrator` once)"}
 			}
@@ -42,6 +55,9 @@ func newWorker() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&natsURL, "nats", "nats://127.0.0.1:4222", "NATS server URL(s), comma-separated")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	cmd.Flags().StringVar(&indexDir, "index-dir", "./data/index", "directory of the embedded search index (search agent, --search-backend embedded); one process may open it at a time")
 	wf.register(cmd)
+	plan.register(cmd)
+	sf.register(cmd)
 	return cmd
 }

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -11,29 +11,108 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/agentkit"
+	"github.com/agentbus/agentbus/agents/compose"
 	"github.com/agentbus/agentbus/agents/echo"
+	"github.com/agentbus/agentbus/agents/enhance"
+	"github.com/agentbus/agentbus/agents/entities"
+	"github.com/agentbus/agentbus/agents/memory"
+	"github.com/agentbus/agentbus/agents/profiles"
+	"github.com/agentbus/agentbus/agents/routing"
+	"github.com/agentbus/agentbus/agents/search"
 	"github.com/agentbus/agentbus/agents/sleep"
 	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/llm"
+	"github.com/agentbus/agentbus/retrieval"
+	"github.com/agentbus/agentbus/subjects"
 )
 
-// builtins are the agents this binary can run, by capability.
-func builtins() map[string]agents.Agent {
-	out := map[string]agents.Agent{}
-	for _, a := range []agents.Agent{echo.Agent{}, sleep.Agent{}} {
-		for _, c := range a.Card().Capabilities {
-			out[c] = a
-		}
-	}
-	return out
-}
-
+// builtinNames are the capabilities of the agents this binary can run.
 func builtinNames() []string {
-	var names []string
-	for c := range builtins() {
-		names = append(names, c)
-	}
+	names := []string{echo.Capability, sleep.Capability, entities.Capability, enhance.Capability, profiles.Capability,
+		routing.Capability, search.Capability, compose.CapabilitySummarize, compose.CapabilityDetailedReport, memory.Capability}
 	sort.Strings(names)
 	return names
+}
+
+// agentDeps are what the built-in agents need beyond the bus. Each is
+// opened only when a capability that needs it is served.
+type agentDeps struct {
+	b   *bus.Bus
+	log *slog.Logger
+	// chat, when set, is the LLM the agents try before their heuristics.
+	chat *llm.Chat
+	// backend opens the search backend (the search agent).
+	backend func() (retrieval.Backend, error)
+	// embedder embeds for memory and routing.
+	embedder llm.Embedder
+}
+
+// builtinAgents builds the agents serving caps, one per agent (summarize
+// and detailed_report share one); close releases what they opened.
+func builtinAgents(ctx context.Context, caps []string, d agentDeps) (list []agents.Agent, close func(), err error) {
+	var closers []func()
+	close = func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	defer func() {
+		if err != nil {
+			close()
+		}
+	}()
+	var llmC agentkit.Completer
+	if d.chat != nil {
+		llmC = d.chat
+	}
+	seen := map[string]bool{}
+	for _, c := range caps {
+		if c == compose.CapabilityDetailedReport {
+			c = compose.CapabilitySummarize
+		}
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		var a agents.Agent
+		switch c {
+		case echo.Capability:
+			a = echo.Agent{}
+		case sleep.Capability:
+			a = sleep.Agent{}
+		case entities.Capability:
+			a, err = entities.New(entities.Config{LLM: llmC})
+		case enhance.Capability:
+			a, err = enhance.New(enhance.Config{LLM: llmC})
+		case profiles.Capability:
+			a, err = profiles.New(profiles.Config{LLM: llmC})
+		case routing.Capability:
+			a, err = routing.New(routing.Config{LLM: llmC, Embedder: d.embedder})
+		case compose.CapabilitySummarize:
+			a, err = compose.New(compose.Config{LLM: llmC})
+		case search.Capability:
+			var b retrieval.Backend
+			if b, err = d.backend(); err != nil {
+				return nil, close, err
+			}
+			closers = append(closers, func() { _ = b.Close() })
+			a, err = search.New(search.Config{Backend: b})
+		case memory.Capability:
+			var kv *bus.KV
+			if kv, err = d.b.KV(ctx, subjects.BucketMemory); err != nil {
+				return nil, close, fmt.Errorf("memory agent: %w", err)
+			}
+			a, err = memory.New(memory.Config{KV: kv, Embedder: d.embedder})
+		default:
+			return nil, close, &exitError{code: exitUsage, msg: fmt.Sprintf("--capabilities: unknown capability %q (built in: %s)", c, strings.Join(builtinNames(), ", "))}
+		}
+		if err != nil {
+			return nil, close, &exitError{code: exitUsage, msg: fmt.Sprintf("%s agent: %v", c, err)}
+		}
+		list = append(list, a)
+	}
+	return list, close, nil
 }
 
 // workerFlags are the flags of every command that runs agents.
@@ -57,28 +136,23 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, time for in-flight steps to finish before they are handed back")
 }
 
-// worker builds the worker these flags describe.
-func (f *workerFlags) worker(b *bus.Bus, log *slog.Logger) (*agents.Worker, error) {
-	all := builtins()
-	var list []agents.Agent
-	for _, c := range f.capabilities {
-		a, ok := all[c]
-		if !ok {
-			return nil, &exitError{code: exitUsage, msg: fmt.Sprintf("--capabilities: unknown capability %q (built in: %s)", c, strings.Join(builtinNames(), ", "))}
-		}
-		if !slices.Contains(list, a) {
-			list = append(list, a)
-		}
+// worker builds the worker these flags describe; close releases what its
+// agents opened, after the worker stopped.
+func (f *workerFlags) worker(ctx context.Context, d agentDeps) (*agents.Worker, func(), error) {
+	list, closeAgents, err := builtinAgents(ctx, f.capabilities, d)
+	if err != nil {
+		return nil, nil, err
 	}
 	w, err := agents.NewWorker(agents.WorkerConfig{
-		Bus: b, Agents: list, Concurrency: f.concurrency, MaxDeliver: f.maxDeliver, AckWait: f.ackWait,
+		Bus: d.b, Agents: list, Concurrency: f.concurrency, MaxDeliver: f.maxDeliver, AckWait: f.ackWait,
 		StepTimeout: f.stepTimeout, Heartbeat: f.heartbeat, RetryBase: f.retryBase, RetryMax: f.retryMax,
-		ShutdownGrace: f.shutdownGrace, Logger: log,
+		ShutdownGrace: f.shutdownGrace, Logger: d.log,
 	})
 	if err != nil {
-		return nil, &exitError{code: exitUsage, msg: err.Error()}
+		closeAgents()
+		return nil, nil, &exitError{code: exitUsage, msg: err.Error()}
 	}
-	return w, nil
+	return w, closeAgents, nil
 }
 
 // defaultWorkerFlags are the flags' defaults, for callers that build

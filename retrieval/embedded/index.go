@@ -32,8 +32,10 @@ type Config struct {
 	M int
 	// ExactMax: a tenant with at most this many vectors is searched by
 	// comparing the query with each of them, which at that size is fast
-	// and, unlike coder/hnsw's greedy walk (measured self-recall 0.8 at
-	// 3,000 vectors), exact; default 2048, negative always walks the graph.
+	// (a few milliseconds) and, unlike coder/hnsw's greedy walk (measured
+	// self-recall 0.8 at 3,000 vectors; on the sample corpus only 23% of
+	// its top 50 agree with exact search), exact; default 16384,
+	// negative always walks the graph.
 	ExactMax int
 	// BruteForceMax: a filtered vector search whose filter passes at most
 	// this many chunks compares the query with each of them exactly
@@ -52,7 +54,7 @@ func (c *Config) setDefaults() {
 		c.M = 32
 	}
 	if c.ExactMax == 0 {
-		c.ExactMax = 2048
+		c.ExactMax = 16384
 	}
 	if c.BruteForceMax == 0 {
 		c.BruteForceMax = 2048

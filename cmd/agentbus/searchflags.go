@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentbus/agentbus/corpus"
+	"github.com/agentbus/agentbus/llm"
+	"github.com/agentbus/agentbus/retrieval"
+	"github.com/agentbus/agentbus/retrieval/embedded"
+	"github.com/agentbus/agentbus/retrieval/ingest"
+	"github.com/agentbus/agentbus/retrieval/vespa"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// backendFlags choose the search backend and the embedder of every command
+// that reads or writes an index (serve, worker, index, eval). Indexing and
+// searching must use the same embedder: the embedded backend re-embeds a
+// tenant whose embedder changed when it opens it.
+type backendFlags struct {
+	backend, vespaURL, embedURL, embedModel string
+}
+
+func (f *backendFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.backend, "search-backend", "embedded", "search backend: embedded (a local index under the data directory) or vespa")
+	fl.StringVar(&f.vespaURL, "vespa-url", "", "Vespa container URL, e.g. http://localhost:8080 (with --search-backend vespa)")
+	fl.StringVar(&f.embedURL, "embed-url", "", "OpenAI-compatible API base URL for embeddings (key from "+llm.APIKeyEnv+"); unset: the deterministic local embedder")
+	fl.StringVar(&f.embedModel, "embed-model", "text-embedding-3-small", "embeddings model (with --embed-url)")
+}
+
+// embedder is the embedder the flags name.
+func (f *backendFlags) embedder() (llm.Embedder, error) {
+	if f.embedURL == "" {
+		return llm.LocalEmbedder{}, nil
+	}
+	e, err := llm.NewOpenAIEmbedder(llm.OpenAIEmbedderConfig{BaseURL: f.embedURL, Model: f.embedModel, APIKey: os.Getenv(llm.APIKeyEnv)})
+	if err != nil {
+		return nil, &exitError{code: exitUsage, msg: "--embed-url: " + err.Error()}
+	}
+	return e, nil
+}
+
+// open returns the backend the flags name; the embedded one keeps its
+// indexes in dir.
+func (f *backendFlags) open(dir string) (retrieval.Backend, error) {
+	emb, err := f.embedder()
+	if err != nil {
+		return nil, err
+	}
+	switch f.backend {
+	case "embedded":
+		if f.vespaURL != "" {
+			return nil, &exitError{code: exitUsage, msg: "--vespa-url needs --search-backend vespa"}
+		}
+		b, err := embedded.Open(embedded.Config{Dir: dir, Embedder: emb})
+		if err != nil {
+			return nil, &exitError{code: exitUsage, msg: err.Error()}
+		}
+		return b, nil
+	case "vespa":
+		if f.vespaURL == "" {
+			return nil, &exitError{code: exitUsage, msg: "--search-backend vespa needs --vespa-url"}
+		}
+		b, err := vespa.New(vespa.Config{URL: f.vespaURL, Embedder: emb})
+		if err != nil {
+			return nil, &exitError{code: exitUsage, msg: "--vespa-url: " + err.Error()}
+		}
+		return b, nil
+	}
+	return nil, &exitError{code: exitUsage, msg: fmt.Sprintf("--search-backend %q: want embedded or vespa", f.backend)}
+}
+
+// searchFlags choose the search backend and tenant of index and eval.
+type searchFlags struct {
+	backendFlags
+	data, tenant string
+}
+
+func (f *searchFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.data, "data", "./data", "data directory (the embedded index lives in <data>/index, the resume journal in <data>/index-journal)")
+	fl.StringVar(&f.tenant, "tenant", "default", "tenant whose index is used")
+	f.backendFlags.register(cmd)
+}
+
+// open returns the backend the flags name.
+func (f *searchFlags) open() (retrieval.Backend, error) {
+	if err := subjects.ValidTenant(f.tenant); err != nil {
+		return nil, &exitError{code: exitUsage, msg: "--tenant: " + err.Error()}
+	}
+	return f.backendFlags.open(searchDir(f.data))
+}
+
+// searchDir is where the embedded backend keeps its indexes under data.
+func searchDir(data string) string { return filepath.Join(data, "index") }
+
+// journalPath is the resume journal of a tenant's `agentbus index` runs.
+func journalPath(data, tenant string) string {
+	return filepath.Join(data, "index-journal", tenant+".jsonl")
+}
+
+// indexSampleCorpus indexes the shipped sample corpus into tenant's index
+// if that index is empty, so that a first query has something to find. It
+// reports what it did on w and log.
+func indexSampleCorpus(ctx context.Context, b retrieval.Backend, tenant string, log *slog.Logger, w io.Writer) error {
+	n, err := b.Count(ctx, tenant)
+	if err != nil {
+		return fmt.Errorf("sample corpus: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	log.Info("empty index: indexing the sample corpus (Go standard library documentation) for tenant "+tenant, "backend", b.Name())
+	in, err := ingest.New(ingest.Config{Backend: b, Tenant: tenant})
+	if err != nil {
+		return err
+	}
+	sum, err := in.JSONL(ctx, corpus.DocumentsName, corpus.Documents())
+	if err != nil {
+		return fmt.Errorf("sample corpus: %w", err)
+	}
+	if w != nil {
+		printProblems(w, sum)
+	}
+	log.Info("sample corpus indexed", "documents", sum.Documents, "chunks", sum.Chunks, "took", sum.Duration.Round(1e6))
+	return nil
+}
