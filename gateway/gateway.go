@@ -123,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "gateway"), checkpoints: kv, registry: reg, mux: http.NewServeMux()}
 	// Hubs outlive the requests that start them; they end with ctx or Run.
 	hctx, stop := context.WithCancel(ctx)
-	g.hubs, g.stop = newHubs(hctx, g, hubConfig{bufferBytes: cfg.WS.SendQueueBytes / 2, linger: cfg.WS.HubLinger, writeDelay: cfg.WS.WriteDelay}), stop
+	g.hubs, g.stop = newHubs(hctx, g, hubConfig{bufferBytes: cfg.WS.SendQueueBytes / 2, linger: cfg.WS.HubLinger}), stop
 	g.routes()
 	return g, nil
 }

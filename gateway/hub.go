@@ -36,9 +36,6 @@ type hubConfig struct {
 	// linger keeps a hub without subscribers for a while: clients that
 	// reconnect find it still following.
 	linger time.Duration
-	// writeDelay > 0 wakes subscribers at most once per delay
-	// (WSConfig.WriteDelay).
-	writeDelay time.Duration
 }
 
 // hubKey names a hub: one per workflow and epoch of the events stream.
@@ -100,17 +97,6 @@ type hub struct {
 	refs     int // streams holding the hub, joined or not
 	done     bool
 	idle     *time.Timer
-	waking   bool // a wake is due (hubConfig.writeDelay)
-}
-
-// wake makes every subscriber's writer look at its queue.
-func (h *hub) wake() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.waking = false
-	for s := range h.subs {
-		s.q.wake()
-	}
 }
 
 // acquire returns the workflow's hub, started after its newest event if
@@ -241,7 +227,7 @@ func (h *hub) run(ctx context.Context, after uint64) {
 	h.hs.mu.Unlock()
 	h.cancel()
 	for s := range subs {
-		s.q.wake() // frames pushed quietly (writeDelay) must not wait for a wake that will not come
+		s.q.wake()
 	}
 	if ended || ctx.Err() != nil {
 		return // subscribers got the terminal event, or are closing
@@ -266,23 +252,12 @@ func (h *hub) broadcast(f hubFrame) {
 		h.buf[0] = hubFrame{}
 		h.buf = h.buf[1:]
 	}
-	delay := h.hs.cfg.writeDelay
-	if delay > 0 && !h.waking {
-		// Wake every subscriber once for all frames of the next delay:
-		// one wake-up and one write per subscriber, not one per frame.
-		h.waking = true
-		time.AfterFunc(delay, h.wake)
-	}
 	for s := range h.subs {
 		if f.off <= s.cursor {
 			continue
 		}
 		s.cursor = f.off
-		push := s.q.push
-		if delay > 0 {
-			push = s.q.pushQuiet
-		}
-		if overflowed, err := push(f.it); err != nil {
+		if overflowed, err := s.q.push(f.it); err != nil {
 			if overflowed {
 				h.hs.g.slowClose(s.q.kind, h.key.tenant, h.key.workflow, s.q.limit, f.off)
 			}

@@ -70,11 +70,11 @@ type WSConfig struct {
 	IdleTimeout time.Duration
 	// ReadLimit bounds one client frame; default 16 KiB.
 	ReadLimit int64
-	// WriteDelay lets a workflow's live frames gather for this long before
-	// its subscribers' writers are woken to write them, each in one system
-	// call: fewer wake-ups and writes per frame when a workflow emits fast
-	// to many subscribers, for at most this much added latency. Replayed
-	// frames are never delayed. Default 0: write at once.
+	// WriteDelay lets frames gather for this long after one is queued
+	// before the connection writes them, in one system call: fewer
+	// wake-ups and writes per frame when a workflow emits fast to many
+	// subscribers, for at most this much added latency. Default 0: write
+	// at once.
 	WriteDelay time.Duration
 	// HubLinger keeps following a workflow for this long after its last
 	// live subscriber left, so reconnecting clients find its hub still

@@ -47,14 +47,9 @@ func (q *sendQueue) fits(n int) bool { return q.bytes == 0 || q.bytes+n <= q.lim
 
 // add appends a frame and wakes the writer; call with mu held.
 func (q *sendQueue) add(it wsItem) {
-	q.addQuiet(it)
-	q.wake()
-}
-
-// addQuiet appends a frame without waking the writer; call with mu held.
-func (q *sendQueue) addQuiet(it wsItem) {
 	q.items = append(q.items, it)
 	q.bytes += len(it.b)
+	q.wake()
 }
 
 // push appends a frame if it fits. If not, the queue overflows: it drops
@@ -62,16 +57,6 @@ func (q *sendQueue) addQuiet(it wsItem) {
 // the client did get stay contiguous. overflowed is true for the push that
 // crossed the limit.
 func (q *sendQueue) push(it wsItem) (overflowed bool, err error) {
-	return q.pushMaybeQuiet(it, false)
-}
-
-// pushQuiet is push without waking the writer: the caller wakes it later
-// (WSConfig.WriteDelay), so frames arriving meanwhile share one write.
-func (q *sendQueue) pushQuiet(it wsItem) (overflowed bool, err error) {
-	return q.pushMaybeQuiet(it, true)
-}
-
-func (q *sendQueue) pushMaybeQuiet(it wsItem, quiet bool) (overflowed bool, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.over {
@@ -84,11 +69,7 @@ func (q *sendQueue) pushMaybeQuiet(it wsItem, quiet bool) (overflowed bool, err 
 		close(q.overflow)
 		return true, errSlow
 	}
-	if quiet {
-		q.addQuiet(it)
-	} else {
-		q.add(it)
-	}
+	q.add(it)
 	return false, nil
 }
 
