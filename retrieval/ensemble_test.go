@@ -105,7 +105,7 @@ func TestEnsembleDegradesAndFails(t *testing.T) {
 	if got := ids(res.Hits); strings.Join(got, ",") != "a,b" {
 		t.Errorf("hits %v, want bm25's a,b limited to K=2", got)
 	}
-	if res.Hits[0].RRFScore != 1.0/61 || res.Hits[0].Ranks[ProfileBM25] != 1 {
+	if res.Hits[0].RRFScore != 1.0/61 || res.Hits[0].Ranks.Of(ProfileBM25) != 1 {
 		t.Errorf("single-profile result not in fused form: %+v", res.Hits[0])
 	}
 	if r := res.Profiles[1]; r.Profile != ProfileVector || r.Error != boom.Error() || r.Hits != 0 {

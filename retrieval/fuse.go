@@ -3,6 +3,7 @@ package retrieval
 import (
 	"cmp"
 	"slices"
+	"strings"
 )
 
 // Fuse merges ranked lists, one per profile, with Reciprocal Rank Fusion:
@@ -23,53 +24,69 @@ func Fuse(k int, lists map[string][]Hit) []Hit {
 		total += len(hits)
 	}
 	slices.Sort(names)
-	index := make(map[string]int, total)
-	out := make([]Hit, 0, total)
-	best := make([]int, 0, total)
-	// One backing array for every hit's Profiles; each hit's slice is
-	// capped at len(names), so an append by a caller copies instead of
-	// writing into its neighbour's.
-	profiles := make([]string, total*len(names))
-	for _, name := range names {
-		for i, h := range lists[name] {
-			rank := i + 1
-			j, seen := index[h.ID]
+	np := len(names)
+	// Accumulate per distinct ID without copying hits: the first hit
+	// seen, the score, the best rank and each profile's rank (0: absent)
+	// in one flat array; build the output hits once, in order.
+	type fused struct {
+		src   *Hit
+		score float64
+		best  int32
+		slot  int32 // this ID's row in ranks
+	}
+	index := make(map[string]int32, total)
+	acc := make([]fused, 0, total)
+	ranks := make([]int32, total*np)
+	for p, name := range names {
+		l := lists[name]
+		for i := range l {
+			rank := int32(i + 1)
+			j, seen := index[l[i].ID]
 			if !seen {
-				j = len(out)
-				index[h.ID] = j
-				h.Ranks = make(map[string]int, len(names))
-				off := len(out) * len(names)
-				h.Profiles = profiles[off : off : off+len(names)]
-				h.RRFScore = 0
-				out = append(out, h)
-				best = append(best, rank)
+				j = int32(len(acc))
+				index[l[i].ID] = j
+				acc = append(acc, fused{src: &l[i], best: rank, slot: j})
 			}
-			f := &out[j]
-			if _, dup := f.Ranks[name]; dup {
-				continue
+			a := &acc[j]
+			r := &ranks[int(j)*np+p]
+			if *r != 0 {
+				continue // a duplicate within one list counts at its best rank
 			}
-			f.Ranks[name] = rank
-			f.Profiles = append(f.Profiles, name)
-			f.RRFScore += 1 / float64(k+rank)
-			best[j] = min(best[j], rank)
+			*r = rank
+			a.score += 1 / float64(k+int(rank))
+			a.best = min(a.best, rank)
 		}
 	}
-	order := make([]int, len(out))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		if c := cmp.Compare(out[b].RRFScore, out[a].RRFScore); c != 0 {
+	slices.SortFunc(acc, func(a, b fused) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(best[a], best[b]); c != 0 {
+		if c := cmp.Compare(a.best, b.best); c != 0 {
 			return c
 		}
-		return cmp.Compare(out[a].ID, out[b].ID)
+		return strings.Compare(a.src.ID, b.src.ID)
 	})
-	sorted := make([]Hit, len(out))
-	for i, j := range order {
-		sorted[i] = out[j]
+	out := make([]Hit, len(acc))
+	// One backing array for every hit's Profiles; each hit's slice is
+	// capped at its length, so an append by a caller copies instead of
+	// writing into its neighbour's.
+	profiles := make([]string, 0, total)
+	rs := make(Ranks, 0, total)
+	for i := range acc {
+		a := &acc[i]
+		j := a.slot
+		h := &out[i]
+		*h = *a.src
+		h.RRFScore = a.score
+		start := len(profiles)
+		for p, name := range names {
+			if r := ranks[int(j)*np+p]; r != 0 {
+				rs = append(rs, Rank{Profile: name, Rank: int(r)})
+				profiles = append(profiles, name)
+			}
+		}
+		h.Ranks = rs[start:len(rs):len(rs)]
+		h.Profiles = profiles[start:len(profiles):len(profiles)]
 	}
-	return sorted
+	return out
 }

@@ -99,7 +99,7 @@ func TestFuse(t *testing.T) {
 				if g.ID != w.id || math.Abs(g.RRFScore-w.score) > 1e-12 {
 					t.Errorf("hit %d = %s %.15f, want %s %.15f (all: %v)", i, g.ID, g.RRFScore, w.id, w.score, ids(got))
 				}
-				if !mapsEqual(g.Ranks, w.ranks) {
+				if !mapsEqual(g.Ranks.Map(), w.ranks) {
 					t.Errorf("hit %s ranks %v, want %v", g.ID, g.Ranks, w.ranks)
 				}
 				var profiles []string

@@ -94,7 +94,7 @@ type Hit struct {
 	Metadata map[string]any `json:"metadata,omitempty"`
 	Score    float64        `json:"score"`
 	RRFScore float64        `json:"rrf_score,omitempty"`
-	Ranks    map[string]int `json:"ranks,omitempty"`
+	Ranks    Ranks          `json:"ranks,omitempty"`
 	Profiles []string       `json:"profiles,omitempty"`
 }
 

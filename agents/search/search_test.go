@@ -126,7 +126,7 @@ func TestSearchEnsembleFusesEveryProfileAndVariant(t *testing.T) {
 	sawVariant := false
 	for i, h := range out.Hits {
 		var want float64
-		for name, rank := range h.Ranks {
+		for name, rank := range h.Ranks.Map() {
 			if !slices.Contains(names, name) || !slices.Contains(h.Profiles, name) {
 				t.Fatalf("hit %s ranked by unknown list %q", h.ID, name)
 			}
@@ -134,7 +134,7 @@ func TestSearchEnsembleFusesEveryProfileAndVariant(t *testing.T) {
 			sawVariant = sawVariant || strings.HasSuffix(name, ":v1")
 		}
 		if math.Abs(h.RRFScore-want) > 1e-12 {
-			t.Fatalf("hit %s rrf %v, want %v from ranks %v", h.ID, h.RRFScore, want, h.Ranks)
+			t.Fatalf("hit %s rrf %v, want %v from ranks %v", h.ID, h.RRFScore, want, h.Ranks.Map())
 		}
 		if i > 0 && h.RRFScore > out.Hits[i-1].RRFScore {
 			t.Fatalf("hits not sorted by rrf_score: %v", out.Hits)
