@@ -135,6 +135,40 @@ func TestAskAnswersFromTheSampleCorpus(t *testing.T) {
 	}
 }
 
+// TestAskRemembersPerTenant: a fact a user states about themselves in one
+// workflow is stored by the memory agent and shown to the tenant's later
+// workflows — never to another tenant's.
+func TestAskRemembersPerTenant(t *testing.T) {
+	s := startServe(t, t.TempDir())
+	ask := func(tenant, q string) string {
+		t.Helper()
+		code, out, stderr := cli(t, "ask", "--url", s.info.HTTPURL, "--tenant", tenant, "--json", q)
+		if code != exitCompleted {
+			t.Fatalf("ask %q (tenant %s): exit %d: %s\n%s", q, tenant, code, stderr, out)
+		}
+		fs := frames(t, out)
+		last, _ := json.Marshal(fs[len(fs)-1])
+		var end struct {
+			Data struct {
+				Result struct {
+					Answer string `json:"answer"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(last, &end); err != nil {
+			t.Fatal(err)
+		}
+		return end.Data.Result.Answer
+	}
+	ask("acme", "I work with Go and I live in Lisbon. What is a goroutine?")
+	if a := ask("acme", "how do I read a file?"); !strings.Contains(a, "You said") || !strings.Contains(a, "Lisbon") {
+		t.Fatalf("acme's later answer does not recall its facts:\n%s", a)
+	}
+	if a := ask("globex", "how do I read a file?"); strings.Contains(a, "Lisbon") || strings.Contains(a, "You said") {
+		t.Fatalf("globex's answer shows acme's facts:\n%s", a)
+	}
+}
+
 // corpusTexts maps each sample corpus document to its text, squashed.
 func corpusTexts(t *testing.T) map[string]string {
 	t.Helper()
