@@ -123,6 +123,6 @@ func printProblems(w io.Writer, s ingest.Summary) {
 		lines = append(lines, "  "+p.String())
 	}
 	if len(lines) > 0 {
-		fmt.Fprintf(w, "%d problems:\n%s\n", len(lines), strings.Join(lines, "\n"))
+		fmt.Fprintf(w, "%s:\n%s\n", plural(len(lines), "problem"), strings.Join(lines, "\n"))
 	}
 }

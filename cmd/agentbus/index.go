@@ -64,7 +64,7 @@ backend.`,
 			case err != nil:
 				return &exitError{code: exitFailed, msg: err.Error()}
 			case len(sum.Errors) > 0:
-				return &exitError{code: exitFailed, msg: fmt.Sprintf("%d problems; the rest was indexed", len(sum.Errors))}
+				return &exitError{code: exitFailed, msg: plural(len(sum.Errors), "problem") + "; the rest was indexed"}
 			}
 			return nil
 		},
@@ -83,7 +83,7 @@ func printSummary(w io.Writer, s ingest.Summary, tenant, backend string) {
 		fmt.Fprintf(w, "skipped %d files indexed before and unchanged\n", s.Skipped)
 	}
 	if len(s.Errors) > 0 {
-		fmt.Fprintf(w, "%d problems:\n", len(s.Errors))
+		fmt.Fprintf(w, "%s:\n", plural(len(s.Errors), "problem"))
 		for _, p := range s.Errors {
 			fmt.Fprintf(w, "  %s\n", p)
 		}
@@ -152,3 +152,11 @@ func (p *progressBar) done() {
 	}
 }
 
+
+// plural is "1 problem", "2 problems".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -84,7 +84,7 @@ func TestIndexCommand(t *testing.T) {
 		t.Fatalf("index with a bad line: exit %d, want %d (problems reported, the rest indexed)\n%s%s", code, exitFailed, out, errs)
 	}
 	bad := filepath.ToSlash(filepath.Join(docs, "notes.jsonl")) + ":2: /text: required property is missing"
-	for _, want := range []string{"indexed 4 documents (4 chunks) from 3 files into tenant acme", "1 problems:", bad} {
+	for _, want := range []string{"indexed 4 documents (4 chunks) from 3 files into tenant acme", "1 problem:", bad} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
