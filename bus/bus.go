@@ -54,6 +54,16 @@ func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 			}
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats reconnected", "url", c.ConnectedUrl()) }),
+		// Asynchronous errors (a slow consumer dropping messages, a
+		// permissions violation) are otherwise printed by nats.go itself;
+		// route them to the log with the subscription's subject.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subj := ""
+			if sub != nil {
+				subj = sub.Subject
+			}
+			log.Warn("nats asynchronous error", "subject", subj, "err", err)
+		}),
 	}, cfg.Options...)
 	url := cfg.URL
 	if cfg.Server != nil {
