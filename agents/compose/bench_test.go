@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbus/agentbus/agents/agentkit/kittest"
 	"github.com/agentbus/agentbus/agents/compose"
 )
 
@@ -28,7 +29,7 @@ func BenchmarkCompose(b *testing.B) {
 		b.Run(capability, func(b *testing.B) {
 			req := request(capability, `{"query":"how do consumers acknowledge messages"}`, deps)
 			for b.Loop() {
-				if _, err := a.Handle(b.Context(), req, &recorder{}); err != nil {
+				if _, err := a.Handle(b.Context(), req, &kittest.Recorder{}); err != nil {
 					b.Fatal(err)
 				}
 			}

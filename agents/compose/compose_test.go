@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/agentkit/kittest"
 	"github.com/agentbus/agentbus/agents/compose"
 )
 
@@ -78,8 +79,8 @@ func TestDetailedReportHasSectionsAndSources(t *testing.T) {
 			t.Fatalf("sources list lacks %s:\n%s", c.ChunkID, a)
 		}
 	}
-	if len(rec.chunks) < 3 || rec.chunks[0].name != "report" {
-		t.Fatalf("%d chunks (%q), want one per section", len(rec.chunks), rec.chunks[0].name)
+	if len(rec.Chunks()) < 3 || rec.Chunks()[0].Name != "report" {
+		t.Fatalf("%d chunks (%q), want one per section", len(rec.Chunks()), rec.Chunks()[0].Name)
 	}
 }
 
@@ -90,14 +91,14 @@ func TestNothingFound(t *testing.T) {
 			"no search": {},
 		} {
 			t.Run(cap+"/"+name, func(t *testing.T) {
-				srv := newChatServer(t, func(string) string { return `{"answer":"Invented. [1]"}` })
-				out, _ := run(t, newAgent(t, compose.Config{LLM: newChat(t, srv.URL)}),
+				srv := kittest.NewChatServer(t, kittest.Answer(200, `{"answer":"Invented. [1]"}`))
+				out, _ := run(t, newAgent(t, compose.Config{LLM: srv.Chat(t)}),
 					request(cap, `{"query":"quantum gravity"}`, deps))
 				if !strings.Contains(out.Answer, "found nothing about “quantum gravity” in the indexed documents") ||
 					len(out.Citations) != 0 || strings.Contains(out.Answer, "[1]") || out.SourcesUsed != 0 {
 					t.Fatalf("answer %q citations %v", out.Answer, out.Citations)
 				}
-				if len(srv.prompts()) != 0 {
+				if len(srv.Users()) != 0 {
 					t.Fatal("the LLM was asked with nothing to answer from")
 				}
 			})
@@ -131,7 +132,7 @@ func TestRejects(t *testing.T) {
 		"too many sentences": request(compose.CapabilitySummarize, `{"max_sentences":500}`, nil),
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := a.Handle(t.Context(), req, &recorder{}); !errors.Is(err, agents.ErrPermanent) {
+			if _, err := a.Handle(t.Context(), req, &kittest.Recorder{}); !errors.Is(err, agents.ErrPermanent) {
 				t.Fatalf("err = %v, want ErrPermanent", err)
 			}
 		})

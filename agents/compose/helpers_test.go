@@ -1,71 +1,35 @@
 package compose_test
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/agentkit"
+	"github.com/agentbus/agentbus/agents/agentkit/kittest"
 	"github.com/agentbus/agentbus/agents/compose"
-	"github.com/agentbus/agentbus/llm"
 )
 
-// chunk is one artifact event.
-type chunk struct {
-	id, name, data string
-	appendChunk    bool
-	last           bool
-}
-
-// recorder is an agents.Emitter that keeps what it was given.
-type recorder struct {
-	mu       sync.Mutex
-	progress []string
-	chunks   []chunk
-}
-
-func (r *recorder) Progress(_ context.Context, _ float64, msg string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.progress = append(r.progress, msg)
-	return nil
-}
-
-func (r *recorder) Artifact(_ context.Context, id, name string, data any, appendChunk, last bool) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s, ok := data.(string)
-	if !ok {
-		return fmt.Errorf("artifact data %T, want string", data)
-	}
-	r.chunks = append(r.chunks, chunk{id, name, s, appendChunk, last})
-	return nil
-}
-
-// streamed joins the artifact chunks after checking their flags: the
-// first opens the artifact, the others append, only the last closes it.
-func (r *recorder) streamed(t *testing.T) string {
+// streamed joins the artifact chunks rec was given after checking them:
+// text, the first opens the artifact, the others append, only the last
+// closes it.
+func streamed(t *testing.T, rec *kittest.Recorder) string {
 	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.chunks) == 0 {
+	chunks := rec.Chunks()
+	if len(chunks) == 0 {
 		t.Fatal("no artifact chunks")
 	}
 	var b strings.Builder
-	for i, c := range r.chunks {
-		if c.id != compose.ArtifactID || c.appendChunk != (i > 0) || c.last != (i == len(r.chunks)-1) {
-			t.Fatalf("chunk %d of %d: %+v", i, len(r.chunks), c)
+	for i, c := range chunks {
+		s, ok := c.Data.(string)
+		if !ok || c.ID != compose.ArtifactID || c.Append != (i > 0) || c.Last != (i == len(chunks)-1) {
+			t.Fatalf("chunk %d of %d: %+v", i, len(chunks), c)
 		}
-		b.WriteString(c.data)
+		b.WriteString(s)
 	}
 	return b.String()
 }
@@ -95,18 +59,10 @@ func request(capability, input string, deps map[string]string) agents.Request {
 	return r
 }
 
-func run(t *testing.T, a *compose.Agent, req agents.Request) (compose.Output, *recorder) {
+func run(t *testing.T, a *compose.Agent, req agents.Request) (compose.Output, *kittest.Recorder) {
 	t.Helper()
-	rec := &recorder{}
-	raw, err := a.Handle(t.Context(), req, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out compose.Output
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatal(err)
-	}
-	if got := rec.streamed(t); got != out.Answer {
+	out, rec := kittest.Run[compose.Output](t, a, agentkit.OutputSchema(req.Capability), req)
+	if got := streamed(t, rec); got != out.Answer {
 		t.Fatalf("streamed answer differs from the output:\nstreamed %q\noutput   %q", got, out.Answer)
 	}
 	return out, rec
@@ -168,61 +124,4 @@ func checkExtractive(t *testing.T, out compose.Output, hits []hit) int {
 		t.Fatalf("citations %+v, but the answer uses %v", out.Citations, used)
 	}
 	return len(cl)
-}
-
-// chatServer speaks the OpenAI chat-completions protocol and answers with
-// answer(user message).
-type chatServer struct {
-	*httptest.Server
-	mu    sync.Mutex
-	users []string
-}
-
-func newChatServer(t *testing.T, answer func(user string) string) *chatServer {
-	t.Helper()
-	s := &chatServer{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-			http.Error(w, `{"error":{"message":"no such route"}}`, http.StatusNotFound)
-			return
-		}
-		var req struct {
-			Model    string `json:"model"`
-			Messages []struct {
-				Role    string `json:"role"`
-				Content string `json:"content"`
-			} `json:"messages"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) != 2 {
-			http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
-			return
-		}
-		user := req.Messages[1].Content
-		s.mu.Lock()
-		s.users = append(s.users, user)
-		s.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": req.Model,
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": answer(user)}}},
-		})
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *chatServer) prompts() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.users)
-}
-
-func newChat(t *testing.T, url string) *llm.Chat {
-	t.Helper()
-	c, err := llm.NewChat(llm.ChatConfig{URL: url + "/v1", Model: "test-model", Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }

@@ -4,14 +4,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbus/agentbus/agents/agentkit/kittest"
 	"github.com/agentbus/agentbus/agents/compose"
 )
 
 func TestLLMAnswerWithValidCitations(t *testing.T) {
-	srv := newChatServer(t, func(string) string {
-		return `{"answer":"Consumers acknowledge each message they process [1]. Pull consumers ack explicitly [2, 1]."}`
-	})
-	a := newAgent(t, compose.Config{LLM: newChat(t, srv.URL), Passages: 3})
+	srv := kittest.NewChatServer(t, kittest.Answer(200, `{"answer":"Consumers acknowledge each message they process [1]. Pull consumers ack explicitly [2, 1]."}`))
+	a := newAgent(t, compose.Config{LLM: srv.Chat(t), Passages: 3})
 	deps := map[string]string{
 		"search": searchOutput("how do consumers acknowledge", hits...),
 		"memory": `{"recalled":[{"key":"acme.1","you":"you work with Go"}],"stored":[]}`,
@@ -27,7 +26,7 @@ func TestLLMAnswerWithValidCitations(t *testing.T) {
 		out.Citations[1].N != 2 || out.Citations[1].ChunkID != hits[1].ID || out.SourcesUsed != 1 {
 		t.Fatalf("citations %+v sources %d", out.Citations, out.SourcesUsed)
 	}
-	p := srv.prompts()
+	p := srv.Users()
 	if len(p) != 1 {
 		t.Fatalf("%d requests", len(p))
 	}
@@ -43,10 +42,8 @@ func TestLLMAnswerWithValidCitations(t *testing.T) {
 }
 
 func TestLLMReportGetsSourcesAppended(t *testing.T) {
-	srv := newChatServer(t, func(string) string {
-		return `{"answer":"## Overview\n\nThe store keeps the newest revision [4].\n\n## Findings\n\n- Watchers see updates [4]."}`
-	})
-	a := newAgent(t, compose.Config{LLM: newChat(t, srv.URL)})
+	srv := kittest.NewChatServer(t, kittest.Answer(200, `{"answer":"## Overview\n\nThe store keeps the newest revision [4].\n\n## Findings\n\n- Watchers see updates [4]."}`))
+	a := newAgent(t, compose.Config{LLM: srv.Chat(t)})
 	deps := map[string]string{"search": searchOutput("kv", hits...)}
 	out, rec := run(t, a, request(compose.CapabilityDetailedReport, `{}`, deps))
 	if out.Method != compose.MethodLLM || len(out.Citations) != 1 || out.Citations[0].N != 4 || out.Citations[0].DocID != "kv" {
@@ -55,8 +52,8 @@ func TestLLMReportGetsSourcesAppended(t *testing.T) {
 	if !strings.HasSuffix(out.Answer, "## Sources\n\n4. Key-value store — docs/kv.md (chunk kv#0)") {
 		t.Fatalf("answer %q", out.Answer)
 	}
-	if len(rec.chunks) != 5 {
-		t.Fatalf("%d chunks, want one per paragraph and the sources", len(rec.chunks))
+	if len(rec.Chunks()) != 5 {
+		t.Fatalf("%d chunks, want one per paragraph and the sources", len(rec.Chunks()))
 	}
 }
 
@@ -69,15 +66,15 @@ func TestLLMFallsBackOnBadAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newChatServer(t, func(string) string { return tt.answer })
-			a := newAgent(t, compose.Config{LLM: newChat(t, srv.URL)})
+			srv := kittest.NewChatServer(t, kittest.Answer(200, tt.answer))
+			a := newAgent(t, compose.Config{LLM: srv.Chat(t)})
 			deps := map[string]string{"search": searchOutput("consumer acknowledges", hits...)}
 			out, rec := run(t, a, request(compose.CapabilitySummarize, `{}`, deps))
 			if out.Method != compose.MethodExtractive || !strings.Contains(out.FallbackReason, tt.reason) {
 				t.Fatalf("method %q reason %q, want extractive because %q", out.Method, out.FallbackReason, tt.reason)
 			}
-			if len(rec.progress) == 0 || !strings.Contains(rec.progress[0], "used the heuristic") {
-				t.Fatalf("progress %q", rec.progress)
+			if len(rec.Messages()) == 0 || !strings.Contains(rec.Messages()[0], "used the heuristic") {
+				t.Fatalf("progress %q", rec.Messages())
 			}
 			checkExtractive(t, out, hits)
 		})
@@ -85,8 +82,8 @@ func TestLLMFallsBackOnBadAnswers(t *testing.T) {
 }
 
 func TestLLMPlainTextAnswerIsAccepted(t *testing.T) {
-	srv := newChatServer(t, func(string) string { return "Consumers acknowledge messages [1]." })
-	out, _ := run(t, newAgent(t, compose.Config{LLM: newChat(t, srv.URL)}),
+	srv := kittest.NewChatServer(t, kittest.Answer(200, "Consumers acknowledge messages [1]."))
+	out, _ := run(t, newAgent(t, compose.Config{LLM: srv.Chat(t)}),
 		request(compose.CapabilitySummarize, `{}`, map[string]string{"search": searchOutput("ack", hits...)}))
 	if out.Method != compose.MethodLLM || out.Answer != "Consumers acknowledge messages [1]." {
 		t.Fatalf("method %q answer %q", out.Method, out.Answer)

@@ -1,120 +1,25 @@
 package enhance_test
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/agentkit"
+	"github.com/agentbus/agentbus/agents/agentkit/kittest"
 	"github.com/agentbus/agentbus/agents/enhance"
 	"github.com/agentbus/agentbus/llm"
-	"github.com/agentbus/agentbus/schemas"
 )
 
-// recorder is an Emitter that keeps what it is given.
-type recorder struct {
-	mu       sync.Mutex
-	messages []string
-}
-
-func (r *recorder) Progress(_ context.Context, percent float64, message string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if percent < 0 || percent > 100 {
-		return errors.New("percent out of range")
-	}
-	r.messages = append(r.messages, message)
-	return nil
-}
-
-func (r *recorder) Artifact(context.Context, string, string, any, bool, bool) error { return nil }
-
-func (r *recorder) said(sub string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, m := range r.messages {
-		if strings.Contains(m, sub) {
-			return true
-		}
-	}
-	return false
-}
-
-// chatServer speaks the OpenAI chat-completions protocol and answers every
-// request with status and content; it records the system prompts.
-func chatServer(t *testing.T, status int, content string) (*llm.Chat, *[]string) {
+// newAgent makes an agent; c nil means no LLM.
+func newAgent(t *testing.T, c agentkit.Completer) *enhance.Agent {
 	t.Helper()
-	var mu sync.Mutex
-	var prompts []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-			http.NotFound(w, r)
-			return
-		}
-		var req struct {
-			Messages []struct{ Role, Content string } `json:"messages"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
-		if len(req.Messages) > 0 {
-			mu.Lock()
-			prompts = append(prompts, req.Messages[0].Content)
-			mu.Unlock()
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		if status >= 400 {
-			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": content}})
-			return
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": content}}},
-		})
-	}))
-	t.Cleanup(srv.Close)
-	c, err := llm.NewChat(llm.ChatConfig{URL: srv.URL + "/v1", Model: "m", Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, &prompts
+	return kittest.New(t, enhance.New, enhance.Config{LLM: c})
 }
 
-func newAgent(t *testing.T, c *llm.Chat) *enhance.Agent {
+func run(t *testing.T, a *enhance.Agent, input, workflowQuery string) (enhance.Output, *kittest.Recorder) {
 	t.Helper()
-	var cfg enhance.Config
-	if c != nil {
-		cfg.LLM = c
-	}
-	a, err := enhance.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-func run(t *testing.T, a *enhance.Agent, input, workflowQuery string) (enhance.Output, *recorder) {
-	t.Helper()
-	rec := &recorder{}
-	raw, err := a.Handle(t.Context(), agents.Request{StepID: "query_enhancement", Query: workflowQuery, Input: json.RawMessage(input)}, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schemas.Validate(enhance.OutputSchema, raw); err != nil {
-		t.Fatal(err)
-	}
-	var out enhance.Output
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out, rec
+	return kittest.Run[enhance.Output](t, a, enhance.OutputSchema, kittest.Step("query_enhancement", input, workflowQuery))
 }
 
 func TestEnhance(t *testing.T) {
@@ -206,30 +111,21 @@ func TestHandleHeuristic(t *testing.T) {
 		!slices.Equal(out.Variants, []string{"cheap flights to Tokyo", "cheap flights tokyo"}) {
 		t.Fatalf("out = %+v", out)
 	}
-	if !rec.said("enhancing query") {
-		t.Fatalf("progress = %q", rec.messages)
+	if !rec.Said("enhancing query") {
+		t.Fatalf("progress = %q", rec.Messages())
 	}
 }
 
 func TestHandleBadInput(t *testing.T) {
-	a := newAgent(t, nil)
-	tests := []struct{ name, input, query, says string }{
-		{"query not a string", `{"query":5}`, "q", "/query"},
-		{"too many variants", `{"max_variants":6}`, "q", "/max_variants"},
-		{"no query anywhere", `{}`, " ", "no query"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := a.Handle(t.Context(), agents.Request{StepID: "s", Query: tt.query, Input: json.RawMessage(tt.input)}, &recorder{})
-			if !errors.Is(err, agents.ErrPermanent) || !strings.Contains(err.Error(), tt.says) {
-				t.Fatalf("err = %v, want ErrPermanent naming %q", err, tt.says)
-			}
-		})
-	}
+	kittest.CheckBadInputs(t, newAgent(t, nil), []kittest.BadInput{
+		{Name: "query not a string", Input: `{"query":5}`, Query: "q", Says: "/query"},
+		{Name: "too many variants", Input: `{"max_variants":6}`, Query: "q", Says: "/max_variants"},
+		{Name: "no query anywhere", Input: `{}`, Query: " ", Says: "no query"},
+	})
 }
 
 func TestHandleLLM(t *testing.T) {
-	c, prompts := chatServer(t, 200, `{"keywords":["postgres","slow"],"expansions":["index tuning"],"synonyms":{"slow":["sluggish"]},
+	c, srv := kittest.Chat(t, 200, `{"keywords":["postgres","slow"],"expansions":["index tuning"],"synonyms":{"slow":["sluggish"]},
 		"variants":["postgres slow queries","POSTGRES SLOW QUERIES","explain analyze postgres"]}`)
 	out, rec := run(t, newAgent(t, c), `{"query":"why is postgres slow"}`, "")
 	if out.Method != "llm" || out.FallbackReason != "" {
@@ -239,37 +135,26 @@ func TestHandleLLM(t *testing.T) {
 	if !slices.Equal(out.Variants, want) {
 		t.Fatalf("variants = %q, want %q (original first, repeats dropped)", out.Variants, want)
 	}
-	if len(*prompts) != 1 || !strings.Contains((*prompts)[0], `"variants"`) {
-		t.Fatalf("system prompt lacks the schema: %q", *prompts)
+	if len(srv.Systems()) != 1 || !strings.Contains(srv.Systems()[0], `"variants"`) {
+		t.Fatalf("system prompt lacks the schema: %q", srv.Systems())
 	}
-	if rec.said("heuristic") {
-		t.Fatalf("progress says fallback: %q", rec.messages)
+	if rec.Said("heuristic") {
+		t.Fatalf("progress says fallback: %q", rec.Messages())
 	}
 }
 
 func TestHandleLLMFallsBack(t *testing.T) {
-	tests := []struct {
-		name, content, says string
-		status              int
-	}{
-		{"server error", "model crashed", "500", 500},
-		{"not JSON", "here you go: postgres", "not a JSON object", 200},
-		{"schema-invalid", `{"keywords":"postgres","expansions":[],"synonyms":{},"variants":["a"]}`, "/keywords", 200},
-		{"only the original", `{"keywords":[],"expansions":[],"synonyms":{},"variants":["Why is postgres slow"]}`, "no variant besides", 200},
+	cases := []kittest.Fallback{
+		{Name: "server error", Content: "model crashed", Says: "500", Status: 500},
+		{Name: "not JSON", Content: "here you go: postgres", Says: "not a JSON object", Status: 200},
+		{Name: "schema-invalid", Content: `{"keywords":"postgres","expansions":[],"synonyms":{},"variants":["a"]}`, Says: "/keywords", Status: 200},
+		{Name: "only the original", Content: `{"keywords":[],"expansions":[],"synonyms":{},"variants":["Why is postgres slow"]}`, Says: "no variant besides", Status: 200},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, _ := chatServer(t, tt.status, tt.content)
-			out, rec := run(t, newAgent(t, c), `{"query":"why is postgres slow"}`, "")
-			if out.Method != "heuristic" || !strings.Contains(out.FallbackReason, tt.says) {
-				t.Fatalf("method %q, fallback_reason %q, want heuristic naming %q", out.Method, out.FallbackReason, tt.says)
-			}
-			if !slices.Equal(out.Variants, []string{"why is postgres slow", "postgres slow", "postgresql sluggish", "postgres slow because"}) {
-				t.Fatalf("heuristic variants = %q", out.Variants)
-			}
-			if !rec.said("used the heuristic") {
-				t.Fatalf("progress = %q, want a fallback message", rec.messages)
-			}
-		})
-	}
+	kittest.CheckFallbacks(t, cases, func(t *testing.T, c *llm.Chat) (string, string, *kittest.Recorder) {
+		out, rec := run(t, newAgent(t, c), `{"query":"why is postgres slow"}`, "")
+		if !slices.Equal(out.Variants, []string{"why is postgres slow", "postgres slow", "postgresql sluggish", "postgres slow because"}) {
+			t.Fatalf("heuristic variants = %q", out.Variants)
+		}
+		return out.Method, out.FallbackReason, rec
+	})
 }

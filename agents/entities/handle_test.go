@@ -1,121 +1,27 @@
 package entities_test
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/agentkit"
+	"github.com/agentbus/agentbus/agents/agentkit/kittest"
 	"github.com/agentbus/agentbus/agents/entities"
 	"github.com/agentbus/agentbus/llm"
-	"github.com/agentbus/agentbus/schemas"
 )
 
 var now = time.Date(2024, 6, 12, 15, 4, 5, 0, time.UTC)
 
-// recorder is an Emitter that keeps what it is given.
-type recorder struct {
-	mu       sync.Mutex
-	messages []string
-}
-
-func (r *recorder) Progress(_ context.Context, percent float64, message string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if percent < 0 || percent > 100 {
-		return errors.New("percent out of range")
-	}
-	r.messages = append(r.messages, message)
-	return nil
-}
-
-func (r *recorder) Artifact(context.Context, string, string, any, bool, bool) error { return nil }
-
-func (r *recorder) said(sub string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, m := range r.messages {
-		if strings.Contains(m, sub) {
-			return true
-		}
-	}
-	return false
-}
-
-// chatServer speaks the OpenAI chat-completions protocol and answers every
-// request with status and content; it records the system prompts.
-func chatServer(t *testing.T, status int, content string) (*llm.Chat, *[]string) {
+// newAgent makes an agent; c nil means no LLM.
+func newAgent(t *testing.T, c agentkit.Completer) *entities.Agent {
 	t.Helper()
-	var mu sync.Mutex
-	var prompts []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-			http.NotFound(w, r)
-			return
-		}
-		var req struct {
-			Messages []struct{ Role, Content string } `json:"messages"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
-		if len(req.Messages) > 0 {
-			mu.Lock()
-			prompts = append(prompts, req.Messages[0].Content)
-			mu.Unlock()
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		if status >= 400 {
-			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": content}})
-			return
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": content}}},
-		})
-	}))
-	t.Cleanup(srv.Close)
-	c, err := llm.NewChat(llm.ChatConfig{URL: srv.URL + "/v1", Model: "m", Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, &prompts
+	return kittest.New(t, entities.New, entities.Config{LLM: c, Now: func() time.Time { return now }})
 }
 
-func newAgent(t *testing.T, c *llm.Chat) *entities.Agent {
+func run(t *testing.T, a *entities.Agent, input, workflowQuery string) (entities.Output, *kittest.Recorder) {
 	t.Helper()
-	cfg := entities.Config{Now: func() time.Time { return now }}
-	if c != nil {
-		cfg.LLM = c
-	}
-	a, err := entities.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-func run(t *testing.T, a *entities.Agent, input, workflowQuery string) (entities.Output, *recorder) {
-	t.Helper()
-	rec := &recorder{}
-	raw, err := a.Handle(t.Context(), agents.Request{StepID: "entity_extraction", Query: workflowQuery, Input: json.RawMessage(input)}, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schemas.Validate(entities.OutputSchema, raw); err != nil {
-		t.Fatal(err)
-	}
-	var out entities.Output
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out, rec
+	return kittest.Run[entities.Output](t, a, entities.OutputSchema, kittest.Step("entity_extraction", input, workflowQuery))
 }
 
 func TestHandleHeuristic(t *testing.T) {
@@ -127,8 +33,8 @@ func TestHandleHeuristic(t *testing.T) {
 	if len(out.Entities) != 3 || out.Filters == nil || out.Filters.From.Format(time.DateOnly) != "2024-05-01" {
 		t.Fatalf("out = %+v", out)
 	}
-	if !rec.said("extracting entities") {
-		t.Fatalf("progress = %q", rec.messages)
+	if !rec.Said("extracting entities") {
+		t.Fatalf("progress = %q", rec.Messages())
 	}
 	// Without a query in the input, the workflow's query; an input "now"
 	// wins over the clock.
@@ -139,28 +45,19 @@ func TestHandleHeuristic(t *testing.T) {
 }
 
 func TestHandleBadInput(t *testing.T) {
-	a := newAgent(t, nil)
-	tests := []struct{ name, input, query, says string }{
-		{"query not a string", `{"query":5}`, "q", "/query"},
-		{"unknown field", `{"query":"q","k":1}`, "q", "/k"},
-		{"empty query", `{"query":""}`, "q", "/query"},
-		{"no query anywhere", `{}`, "", "no query"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := a.Handle(t.Context(), agents.Request{StepID: "s", Query: tt.query, Input: json.RawMessage(tt.input)}, &recorder{})
-			if !errors.Is(err, agents.ErrPermanent) || !strings.Contains(err.Error(), tt.says) {
-				t.Fatalf("err = %v, want ErrPermanent naming %q", err, tt.says)
-			}
-		})
-	}
+	kittest.CheckBadInputs(t, newAgent(t, nil), []kittest.BadInput{
+		{Name: "query not a string", Input: `{"query":5}`, Query: "q", Says: "/query"},
+		{Name: "unknown field", Input: `{"query":"q","k":1}`, Query: "q", Says: "/k"},
+		{Name: "empty query", Input: `{"query":""}`, Query: "q", Says: "/query"},
+		{Name: "no query anywhere", Input: `{}`, Query: "", Says: "no query"},
+	})
 }
 
 func TestHandleLLM(t *testing.T) {
 	answer := `{"entities":[{"text":"Ada Lovelace","type":"person","confidence":0.97,"context":"Ada Lovelace notes","start":0,"end":12},
 		{"text":"notes","type":"CONCEPT","confidence":0.4,"context":"Ada Lovelace notes","start":99,"end":104}],
 		"time_ranges":[{"text":"1843","from":"1843-01-01T00:00:00Z","to":"1843-12-31T23:59:59Z","grain":"year"}]}`
-	c, prompts := chatServer(t, 200, answer)
+	c, srv := kittest.Chat(t, 200, answer)
 	out, rec := run(t, newAgent(t, c), `{"query":"Ada Lovelace notes 1843"}`, "")
 	if out.Method != "llm" || out.FallbackReason != "" {
 		t.Fatalf("method %q reason %q", out.Method, out.FallbackReason)
@@ -171,41 +68,30 @@ func TestHandleLLM(t *testing.T) {
 	if out.Filters == nil || out.Filters.From.Year() != 1843 || len(out.DominantTypes) != 2 || out.DominantTypes[0] != "PERSON" {
 		t.Fatalf("derived fields: %+v %v", out.Filters, out.DominantTypes)
 	}
-	if len(*prompts) != 1 || !strings.Contains((*prompts)[0], "2024-06-12T15:04:05Z") || !strings.Contains((*prompts)[0], `"time_ranges"`) {
-		t.Fatalf("system prompt lacks now or the schema: %q", *prompts)
+	if len(srv.Systems()) != 1 || !strings.Contains(srv.Systems()[0], "2024-06-12T15:04:05Z") || !strings.Contains(srv.Systems()[0], `"time_ranges"`) {
+		t.Fatalf("system prompt lacks now or the schema: %q", srv.Systems())
 	}
-	if rec.said("heuristic") {
-		t.Fatalf("progress says fallback: %q", rec.messages)
+	if rec.Said("heuristic") {
+		t.Fatalf("progress says fallback: %q", rec.Messages())
 	}
 }
 
 func TestHandleLLMFallsBack(t *testing.T) {
-	tests := []struct {
-		name, content, says string
-		status              int
-	}{
-		{"server error", "model crashed", "500", 500},
-		{"not JSON", "Sure! Here are the entities: Ada", "not a JSON object", 200},
-		{"schema-invalid", `{"entities":[{"text":"Ada","type":"PERSON","confidence":7,"context":"","start":0,"end":3}],"time_ranges":[]}`, "/entities/0/confidence", 200},
-		{"missing field", `{"entities":[]}`, "/time_ranges", 200},
-		{"invented entity", `{"entities":[{"text":"Babbage","type":"PERSON","confidence":0.5,"context":"","start":0,"end":7}],"time_ranges":[]}`, "not in the query", 200},
-		{"backwards range", `{"entities":[],"time_ranges":[{"text":"x","from":"2024-02-01T00:00:00Z","to":"2024-01-01T00:00:00Z","grain":"day"}]}`, "ends before it starts", 200},
+	cases := []kittest.Fallback{
+		{Name: "server error", Content: "model crashed", Says: "500", Status: 500},
+		{Name: "not JSON", Content: "Sure! Here are the entities: Ada", Says: "not a JSON object", Status: 200},
+		{Name: "schema-invalid", Content: `{"entities":[{"text":"Ada","type":"PERSON","confidence":7,"context":"","start":0,"end":3}],"time_ranges":[]}`, Says: "/entities/0/confidence", Status: 200},
+		{Name: "missing field", Content: `{"entities":[]}`, Says: "/time_ranges", Status: 200},
+		{Name: "invented entity", Content: `{"entities":[{"text":"Babbage","type":"PERSON","confidence":0.5,"context":"","start":0,"end":7}],"time_ranges":[]}`, Says: "not in the query", Status: 200},
+		{Name: "backwards range", Content: `{"entities":[],"time_ranges":[{"text":"x","from":"2024-02-01T00:00:00Z","to":"2024-01-01T00:00:00Z","grain":"day"}]}`, Says: "ends before it starts", Status: 200},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, _ := chatServer(t, tt.status, tt.content)
-			out, rec := run(t, newAgent(t, c), `{"query":"Ada Lovelace in Paris"}`, "")
-			if out.Method != "heuristic" || !strings.Contains(out.FallbackReason, tt.says) {
-				t.Fatalf("method %q, fallback_reason %q, want heuristic naming %q", out.Method, out.FallbackReason, tt.says)
-			}
-			if len(out.Entities) != 2 || out.Entities[0].Text != "Ada Lovelace" {
-				t.Fatalf("heuristic entities = %+v", out.Entities)
-			}
-			if !rec.said("used the heuristic") {
-				t.Fatalf("progress = %q, want a fallback message", rec.messages)
-			}
-		})
-	}
+	kittest.CheckFallbacks(t, cases, func(t *testing.T, c *llm.Chat) (string, string, *kittest.Recorder) {
+		out, rec := run(t, newAgent(t, c), `{"query":"Ada Lovelace in Paris"}`, "")
+		if len(out.Entities) != 2 || out.Entities[0].Text != "Ada Lovelace" {
+			t.Fatalf("heuristic entities = %+v", out.Entities)
+		}
+		return out.Method, out.FallbackReason, rec
+	})
 }
 
 func TestCard(t *testing.T) {

@@ -6,31 +6,18 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/agentkit"
+	"github.com/agentbus/agentbus/agents/agentkit/kittest"
 	"github.com/agentbus/agentbus/agents/memory"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/llm"
 	"github.com/agentbus/agentbus/subjects"
 )
-
-type recorder struct {
-	mu       sync.Mutex
-	progress []string
-}
-
-func (r *recorder) Progress(_ context.Context, _ float64, msg string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.progress = append(r.progress, msg)
-	return nil
-}
-
-func (r *recorder) Artifact(context.Context, string, string, any, bool, bool) error { return nil }
 
 // bucket starts a real JetStream server and opens the memory bucket.
 func bucket(t *testing.T) *bus.KV {
@@ -56,15 +43,8 @@ func newAgent(t *testing.T, cfg memory.Config) *memory.Agent {
 
 func ask(t *testing.T, a *memory.Agent, tenant, input string) memory.Output {
 	t.Helper()
-	raw, err := a.Handle(t.Context(), agents.Request{TenantID: tenant, WorkflowID: "w1", StepID: "memory",
-		Capability: "memory", Attempt: 1, Delivery: 1, Input: json.RawMessage(input)}, &recorder{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out memory.Output
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatal(err)
-	}
+	out, _ := kittest.Run[memory.Output](t, a, agentkit.OutputSchema(memory.Capability), agents.Request{TenantID: tenant,
+		WorkflowID: "w1", StepID: "memory", Capability: "memory", Attempt: 1, Delivery: 1, Input: json.RawMessage(input)})
 	return out
 }
 
@@ -193,7 +173,7 @@ func TestRejects(t *testing.T) {
 		{"unknown field", "acme", `{"text":"I like Go"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := a.Handle(t.Context(), agents.Request{TenantID: tc.tenant, StepID: "memory", Input: json.RawMessage(tc.input)}, &recorder{})
+			_, err := a.Handle(t.Context(), agents.Request{TenantID: tc.tenant, StepID: "memory", Input: json.RawMessage(tc.input)}, &kittest.Recorder{})
 			if !errors.Is(err, agents.ErrPermanent) {
 				t.Fatalf("err = %v, want ErrPermanent", err)
 			}

@@ -1,120 +1,25 @@
 package profiles_test
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/agentkit"
+	"github.com/agentbus/agentbus/agents/agentkit/kittest"
 	"github.com/agentbus/agentbus/agents/profiles"
 	"github.com/agentbus/agentbus/llm"
-	"github.com/agentbus/agentbus/schemas"
 )
 
-// recorder is an Emitter that keeps what it is given.
-type recorder struct {
-	mu       sync.Mutex
-	messages []string
-}
-
-func (r *recorder) Progress(_ context.Context, percent float64, message string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if percent < 0 || percent > 100 {
-		return errors.New("percent out of range")
-	}
-	r.messages = append(r.messages, message)
-	return nil
-}
-
-func (r *recorder) Artifact(context.Context, string, string, any, bool, bool) error { return nil }
-
-func (r *recorder) said(sub string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, m := range r.messages {
-		if strings.Contains(m, sub) {
-			return true
-		}
-	}
-	return false
-}
-
-// chatServer speaks the OpenAI chat-completions protocol and answers every
-// request with status and content; it records the system prompts.
-func chatServer(t *testing.T, status int, content string) (*llm.Chat, *[]string) {
+// newAgent makes an agent; c nil means no LLM.
+func newAgent(t *testing.T, c agentkit.Completer) *profiles.Agent {
 	t.Helper()
-	var mu sync.Mutex
-	var prompts []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-			http.NotFound(w, r)
-			return
-		}
-		var req struct {
-			Messages []struct{ Role, Content string } `json:"messages"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
-		if len(req.Messages) > 0 {
-			mu.Lock()
-			prompts = append(prompts, req.Messages[0].Content)
-			mu.Unlock()
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		if status >= 400 {
-			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": content}})
-			return
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": content}}},
-		})
-	}))
-	t.Cleanup(srv.Close)
-	c, err := llm.NewChat(llm.ChatConfig{URL: srv.URL + "/v1", Model: "m", Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, &prompts
+	return kittest.New(t, profiles.New, profiles.Config{LLM: c})
 }
 
-func newAgent(t *testing.T, c *llm.Chat) *profiles.Agent {
+func run(t *testing.T, a *profiles.Agent, input, workflowQuery string) (profiles.Output, *kittest.Recorder) {
 	t.Helper()
-	var cfg profiles.Config
-	if c != nil {
-		cfg.LLM = c
-	}
-	a, err := profiles.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-func run(t *testing.T, a *profiles.Agent, input, workflowQuery string) (profiles.Output, *recorder) {
-	t.Helper()
-	rec := &recorder{}
-	raw, err := a.Handle(t.Context(), agents.Request{StepID: "profile_selection", Query: workflowQuery, Input: json.RawMessage(input)}, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schemas.Validate(profiles.OutputSchema, raw); err != nil {
-		t.Fatal(err)
-	}
-	var out profiles.Output
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out, rec
+	return kittest.Run[profiles.Output](t, a, profiles.OutputSchema, kittest.Step("profile_selection", input, workflowQuery))
 }
 
 func choiceNames(cs []profiles.Choice) []string {
@@ -200,28 +105,19 @@ func TestHandleHeuristic(t *testing.T) {
 	if out.Selected[0].Name != "bm25" || !strings.Contains(out.Reasoning, "ensemble requested") {
 		t.Fatalf("out = %+v", out)
 	}
-	if !rec.said("selecting search profiles among bm25, vector") {
-		t.Fatalf("progress = %q", rec.messages)
+	if !rec.Said("selecting search profiles among bm25, vector") {
+		t.Fatalf("progress = %q", rec.Messages())
 	}
 }
 
 func TestHandleBadInput(t *testing.T) {
-	a := newAgent(t, nil)
-	tests := []struct{ name, input, query, says string }{
-		{"query not a string", `{"query":5}`, "q", "/query"},
-		{"profile not a string", `{"profiles":["bm25",1]}`, "q", "/profiles/1"},
-		{"duplicate profiles", `{"profiles":["bm25","bm25"]}`, "q", "/profiles"},
-		{"ensemble not a bool", `{"ensemble":"yes"}`, "q", "/ensemble"},
-		{"no query anywhere", `{}`, "", "no query"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := a.Handle(t.Context(), agents.Request{StepID: "s", Query: tt.query, Input: json.RawMessage(tt.input)}, &recorder{})
-			if !errors.Is(err, agents.ErrPermanent) || !strings.Contains(err.Error(), tt.says) {
-				t.Fatalf("err = %v, want ErrPermanent naming %q", err, tt.says)
-			}
-		})
-	}
+	kittest.CheckBadInputs(t, newAgent(t, nil), []kittest.BadInput{
+		{Name: "query not a string", Input: `{"query":5}`, Query: "q", Says: "/query"},
+		{Name: "profile not a string", Input: `{"profiles":["bm25",1]}`, Query: "q", Says: "/profiles/1"},
+		{Name: "duplicate profiles", Input: `{"profiles":["bm25","bm25"]}`, Query: "q", Says: "/profiles"},
+		{Name: "ensemble not a bool", Input: `{"ensemble":"yes"}`, Query: "q", Says: "/ensemble"},
+		{Name: "no query anywhere", Input: `{}`, Query: "", Says: "no query"},
+	})
 }
 
 const goodAnswer = `{"intent":"troubleshooting","modality":"code","complexity":{"level":"simple","score":0.2},
@@ -229,14 +125,14 @@ const goodAnswer = `{"intent":"troubleshooting","modality":"code","complexity":{
 	"alternatives":[{"name":"vector","confidence":0.3}],"ensemble":false,"reasoning":"exact error code"}`
 
 func TestHandleLLM(t *testing.T) {
-	c, prompts := chatServer(t, 200, goodAnswer)
+	c, srv := kittest.Chat(t, 200, goodAnswer)
 	a := newAgent(t, c)
 	out, rec := run(t, a, `{"query":"error E1234"}`, "")
 	if out.Method != "llm" || out.FallbackReason != "" || out.Intent != "troubleshooting" || out.Reasoning != "exact error code" {
 		t.Fatalf("out = %+v", out)
 	}
-	if rec.said("heuristic") || len(*prompts) != 1 || !strings.Contains((*prompts)[0], `"alternatives"`) {
-		t.Fatalf("progress %q, prompts %q", rec.messages, *prompts)
+	if rec.Said("heuristic") || len(srv.Systems()) != 1 || !strings.Contains(srv.Systems()[0], `"alternatives"`) {
+		t.Fatalf("progress %q, prompts %q", rec.Messages(), srv.Systems())
 	}
 	// A requested ensemble survives a model that did not want one.
 	out, _ = run(t, a, `{"query":"error E1234","ensemble":true}`, "")
@@ -246,29 +142,18 @@ func TestHandleLLM(t *testing.T) {
 }
 
 func TestHandleLLMFallsBack(t *testing.T) {
-	tests := []struct {
-		name, content, says string
-		status              int
-	}{
-		{"server error", "model crashed", "500", 500},
-		{"not JSON", "use bm25", "not a JSON object", 200},
-		{"schema-invalid", strings.Replace(goodAnswer, `"confidence":0.8`, `"confidence":"high"`, 1), "/selected/0/confidence", 200},
-		{"nothing selected", strings.Replace(goodAnswer, `[{"name":"bm25","confidence":0.8}]`, `[]`, 1), "/selected", 200},
-		{"unavailable profile", strings.Replace(goodAnswer, `"name":"bm25"`, `"name":"splade"`, 1), `"splade"`, 200},
+	cases := []kittest.Fallback{
+		{Name: "server error", Content: "model crashed", Says: "500", Status: 500},
+		{Name: "not JSON", Content: "use bm25", Says: "not a JSON object", Status: 200},
+		{Name: "schema-invalid", Content: strings.Replace(goodAnswer, `"confidence":0.8`, `"confidence":"high"`, 1), Says: "/selected/0/confidence", Status: 200},
+		{Name: "nothing selected", Content: strings.Replace(goodAnswer, `[{"name":"bm25","confidence":0.8}]`, `[]`, 1), Says: "/selected", Status: 200},
+		{Name: "unavailable profile", Content: strings.Replace(goodAnswer, `"name":"bm25"`, `"name":"splade"`, 1), Says: `"splade"`, Status: 200},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, _ := chatServer(t, tt.status, tt.content)
-			out, rec := run(t, newAgent(t, c), `{"query":"error E1234"}`, "")
-			if out.Method != "heuristic" || !strings.Contains(out.FallbackReason, tt.says) {
-				t.Fatalf("method %q, fallback_reason %q, want heuristic naming %q", out.Method, out.FallbackReason, tt.says)
-			}
-			if !slices.Equal(choiceNames(out.Selected), []string{"bm25"}) {
-				t.Fatalf("heuristic selected %+v", out.Selected)
-			}
-			if !rec.said("used the heuristic") {
-				t.Fatalf("progress = %q, want a fallback message", rec.messages)
-			}
-		})
-	}
+	kittest.CheckFallbacks(t, cases, func(t *testing.T, c *llm.Chat) (string, string, *kittest.Recorder) {
+		out, rec := run(t, newAgent(t, c), `{"query":"error E1234"}`, "")
+		if !slices.Equal(choiceNames(out.Selected), []string{"bm25"}) {
+			t.Fatalf("heuristic selected %+v", out.Selected)
+		}
+		return out.Method, out.FallbackReason, rec
+	})
 }

@@ -2,119 +2,27 @@ package routing_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/agentkit"
+	"github.com/agentbus/agentbus/agents/agentkit/kittest"
 	"github.com/agentbus/agentbus/agents/routing"
 	"github.com/agentbus/agentbus/llm"
-	"github.com/agentbus/agentbus/schemas"
 )
 
-// recorder is an Emitter that keeps what it is given.
-type recorder struct {
-	mu       sync.Mutex
-	messages []string
-}
-
-func (r *recorder) Progress(_ context.Context, percent float64, message string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if percent < 0 || percent > 100 {
-		return errors.New("percent out of range")
-	}
-	r.messages = append(r.messages, message)
-	return nil
-}
-
-func (r *recorder) Artifact(context.Context, string, string, any, bool, bool) error { return nil }
-
-func (r *recorder) said(sub string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, m := range r.messages {
-		if strings.Contains(m, sub) {
-			return true
-		}
-	}
-	return false
-}
-
-// chatServer speaks the OpenAI chat-completions protocol and answers every
-// request with status and content; it records the system prompts.
-func chatServer(t *testing.T, status int, content string) (*llm.Chat, *[]string) {
+// newAgent makes an agent; c nil means no LLM.
+func newAgent(t *testing.T, c agentkit.Completer, e llm.Embedder) *routing.Agent {
 	t.Helper()
-	var mu sync.Mutex
-	var prompts []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-			http.NotFound(w, r)
-			return
-		}
-		var req struct {
-			Messages []struct{ Role, Content string } `json:"messages"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
-		if len(req.Messages) > 0 {
-			mu.Lock()
-			prompts = append(prompts, req.Messages[0].Content)
-			mu.Unlock()
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		if status >= 400 {
-			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": content}})
-			return
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": content}}},
-		})
-	}))
-	t.Cleanup(srv.Close)
-	c, err := llm.NewChat(llm.ChatConfig{URL: srv.URL + "/v1", Model: "m", Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, &prompts
+	return kittest.New(t, routing.New, routing.Config{LLM: c, Embedder: e})
 }
 
-func newAgent(t *testing.T, c *llm.Chat, e llm.Embedder) *routing.Agent {
+func run(t *testing.T, a *routing.Agent, input, workflowQuery string) (routing.Output, *kittest.Recorder) {
 	t.Helper()
-	cfg := routing.Config{Embedder: e}
-	if c != nil {
-		cfg.LLM = c
-	}
-	a, err := routing.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-func run(t *testing.T, a *routing.Agent, input, workflowQuery string) (routing.Output, *recorder) {
-	t.Helper()
-	rec := &recorder{}
-	raw, err := a.Handle(t.Context(), agents.Request{StepID: "routing", Query: workflowQuery, Input: json.RawMessage(input)}, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schemas.Validate(routing.OutputSchema, raw); err != nil {
-		t.Fatal(err)
-	}
-	var out routing.Output
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out, rec
+	return kittest.Run[routing.Output](t, a, routing.OutputSchema, kittest.Step("routing", input, workflowQuery))
 }
 
 func recommended(out routing.Output) []string {
@@ -211,27 +119,18 @@ func TestHandleHeuristic(t *testing.T) {
 	if out.Method != "heuristic" || !slices.Equal(recommended(out), []string{"memory"}) || !slices.Equal(out.Fallbacks, []string{"search"}) {
 		t.Fatalf("out = %+v", out)
 	}
-	if !rec.said("routing among 2 capabilities") {
-		t.Fatalf("progress = %q", rec.messages)
+	if !rec.Said("routing among 2 capabilities") {
+		t.Fatalf("progress = %q", rec.Messages())
 	}
 }
 
 func TestHandleBadInput(t *testing.T) {
-	a := newAgent(t, nil, nil)
-	tests := []struct{ name, input, query, says string }{
-		{"query not a string", `{"query":5}`, "q", "/query"},
-		{"bad capability name", `{"capabilities":["search","a.b"]}`, "q", "/capabilities/1"},
-		{"description not a string", `{"descriptions":{"x":1}}`, "q", "/descriptions/x"},
-		{"no query anywhere", `{}`, "", "no query"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := a.Handle(t.Context(), agents.Request{StepID: "s", Query: tt.query, Input: json.RawMessage(tt.input)}, &recorder{})
-			if !errors.Is(err, agents.ErrPermanent) || !strings.Contains(err.Error(), tt.says) {
-				t.Fatalf("err = %v, want ErrPermanent naming %q", err, tt.says)
-			}
-		})
-	}
+	kittest.CheckBadInputs(t, newAgent(t, nil, nil), []kittest.BadInput{
+		{Name: "query not a string", Input: `{"query":5}`, Query: "q", Says: "/query"},
+		{Name: "bad capability name", Input: `{"capabilities":["search","a.b"]}`, Query: "q", Says: "/capabilities/1"},
+		{Name: "description not a string", Input: `{"descriptions":{"x":1}}`, Query: "q", Says: "/descriptions/x"},
+		{Name: "no query anywhere", Input: `{}`, Query: "", Says: "no query"},
+	})
 }
 
 const goodAnswer = `{"recommended_agents":[{"capability":"search","confidence":0.8,"reason":"needs documents"},
@@ -239,40 +138,29 @@ const goodAnswer = `{"recommended_agents":[{"capability":"search","confidence":0
 	"reasoning":"search then summarize","fallbacks":["detailed_report"]}`
 
 func TestHandleLLM(t *testing.T) {
-	c, prompts := chatServer(t, 200, goodAnswer)
+	c, srv := kittest.Chat(t, 200, goodAnswer)
 	out, rec := run(t, newAgent(t, c, nil), `{"query":"summary of the raft paper"}`, "")
 	if out.Method != "llm" || !slices.Equal(recommended(out), []string{"search", "summarize"}) || out.Reasoning != "search then summarize" {
 		t.Fatalf("out = %+v", out)
 	}
-	if rec.said("heuristic") || len(*prompts) != 1 || !strings.Contains((*prompts)[0], `"recommended_agents"`) {
-		t.Fatalf("progress %q, prompts %q", rec.messages, *prompts)
+	if rec.Said("heuristic") || len(srv.Systems()) != 1 || !strings.Contains(srv.Systems()[0], `"recommended_agents"`) {
+		t.Fatalf("progress %q, prompts %q", rec.Messages(), srv.Systems())
 	}
 }
 
 func TestHandleLLMFallsBack(t *testing.T) {
-	tests := []struct {
-		name, content, says string
-		status              int
-	}{
-		{"server error", "model crashed", "500", 500},
-		{"not JSON", "search, then summarize", "not a JSON object", 200},
-		{"schema-invalid", strings.Replace(goodAnswer, `"confidence":0.8,"reason"`, `"confidence":2,"reason"`, 1), "/recommended_agents/0/confidence", 200},
-		{"unavailable capability", strings.Replace(goodAnswer, `"capability":"search"`, `"capability":"websearch"`, 1), `"websearch"`, 200},
-		{"unavailable fallback", strings.Replace(goodAnswer, `"detailed_report"`, `"translate"`, 1), "/fallbacks/0", 200},
+	cases := []kittest.Fallback{
+		{Name: "server error", Content: "model crashed", Says: "500", Status: 500},
+		{Name: "not JSON", Content: "search, then summarize", Says: "not a JSON object", Status: 200},
+		{Name: "schema-invalid", Content: strings.Replace(goodAnswer, `"confidence":0.8,"reason"`, `"confidence":2,"reason"`, 1), Says: "/recommended_agents/0/confidence", Status: 200},
+		{Name: "unavailable capability", Content: strings.Replace(goodAnswer, `"capability":"search"`, `"capability":"websearch"`, 1), Says: `"websearch"`, Status: 200},
+		{Name: "unavailable fallback", Content: strings.Replace(goodAnswer, `"detailed_report"`, `"translate"`, 1), Says: "/fallbacks/0", Status: 200},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, _ := chatServer(t, tt.status, tt.content)
-			out, rec := run(t, newAgent(t, c, nil), `{"query":"summary of the raft paper"}`, "")
-			if out.Method != "heuristic" || !strings.Contains(out.FallbackReason, tt.says) {
-				t.Fatalf("method %q, fallback_reason %q, want heuristic naming %q", out.Method, out.FallbackReason, tt.says)
-			}
-			if recommended(out)[0] != "summarize" {
-				t.Fatalf("heuristic recommended %q", recommended(out))
-			}
-			if !rec.said("used the heuristic") {
-				t.Fatalf("progress = %q, want a fallback message", rec.messages)
-			}
-		})
-	}
+	kittest.CheckFallbacks(t, cases, func(t *testing.T, c *llm.Chat) (string, string, *kittest.Recorder) {
+		out, rec := run(t, newAgent(t, c, nil), `{"query":"summary of the raft paper"}`, "")
+		if recommended(out)[0] != "summarize" {
+			t.Fatalf("heuristic recommended %q", recommended(out))
+		}
+		return out.Method, out.FallbackReason, rec
+	})
 }

@@ -77,8 +77,8 @@ func TestSearchOverEmbeddedIndex(t *testing.T) {
 	if !slices.ContainsFunc(out.Hits, func(h retrieval.Hit) bool { return slices.Contains(h.Profiles, "bm25:v1") }) {
 		t.Fatalf("no hit from the variant list: %+v", out.Hits)
 	}
-	if !rec.said("searching 2 profiles") {
-		t.Fatalf("progress %q", rec.progress)
+	if !rec.Said("searching 2 profiles") {
+		t.Fatalf("progress %q", rec.Messages())
 	}
 
 	// The entity step's date range reaches the index's filters.

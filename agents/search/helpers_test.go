@@ -108,27 +108,6 @@ func (m *memBackend) searched() []string {
 	return out
 }
 
-// recorder is an agents.Emitter that keeps what it was given.
-type recorder struct {
-	mu       sync.Mutex
-	progress []string
-}
-
-func (r *recorder) Progress(_ context.Context, _ float64, msg string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.progress = append(r.progress, msg)
-	return nil
-}
-
-func (r *recorder) Artifact(context.Context, string, string, any, bool, bool) error { return nil }
-
-func (r *recorder) said(sub string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.ContainsFunc(r.progress, func(p string) bool { return strings.Contains(p, sub) })
-}
-
 func chunk(id, text string, date time.Time) retrieval.Chunk {
 	doc, _, _ := strings.Cut(id, "#")
 	return retrieval.Chunk{ID: id, DocID: doc, Title: doc, Text: text, Source: doc + ".md", Date: date}

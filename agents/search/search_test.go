@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/agentkit/kittest"
 	"github.com/agentbus/agentbus/agents/search"
 	"github.com/agentbus/agentbus/retrieval"
 )
@@ -41,9 +42,9 @@ func corpus(t *testing.T, m *memBackend) {
 	}
 }
 
-func handle(t *testing.T, a *search.Agent, req agents.Request) (search.Output, *recorder, error) {
+func handle(t *testing.T, a *search.Agent, req agents.Request) (search.Output, *kittest.Recorder, error) {
 	t.Helper()
-	rec := &recorder{}
+	rec := &kittest.Recorder{}
 	raw, err := a.Handle(t.Context(), req, rec)
 	var out search.Output
 	if err == nil {
@@ -146,8 +147,8 @@ func TestSearchEnsembleFusesEveryProfileAndVariant(t *testing.T) {
 	if out.Hits[0].ID != "consumers#0" {
 		t.Fatalf("top hit %s, want consumers#0", out.Hits[0].ID)
 	}
-	if !rec.said("searching 2 profiles") || !rec.said("fused ") {
-		t.Fatalf("progress %q", rec.progress)
+	if !rec.Said("searching 2 profiles") || !rec.Said("fused ") {
+		t.Fatalf("progress %q", rec.Messages())
 	}
 }
 
@@ -230,8 +231,8 @@ func TestSearchDegradesAndFails(t *testing.T) {
 			out.ProfilesFailed[0].Profile != "vector" || !strings.Contains(out.ProfilesFailed[0].Error, "profile down") {
 			t.Fatalf("used %q failed %+v", out.ProfilesUsed, out.ProfilesFailed)
 		}
-		if len(out.Hits) == 0 || !rec.said("profile vector failed") {
-			t.Fatalf("hits %d progress %q", len(out.Hits), rec.progress)
+		if len(out.Hits) == 0 || !rec.Said("profile vector failed") {
+			t.Fatalf("hits %d progress %q", len(out.Hits), rec.Messages())
 		}
 	})
 	t.Run("every profile down", func(t *testing.T) {
