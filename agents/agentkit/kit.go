@@ -107,3 +107,27 @@ func TryLLM(ctx context.Context, emit agents.Emitter, c Completer, system, user 
 	}
 	return false, reason
 }
+
+// LLMFirst is the flow of an agent that asks an LLM and falls back to its
+// heuristic: it tries c through TryLLM with parse and, unless the LLM
+// answered and parse accepted the answer, runs heuristic. It returns the
+// output and the reason the LLM was not used ("" when it was, or when c is
+// nil), which the caller reports as the output's fallback_reason. The
+// error is ctx's, when it ended: the output is then no use.
+func LLMFirst[O any](ctx context.Context, emit agents.Emitter, c Completer, system, user string,
+	parse func(answer string) (O, error), heuristic func() O) (O, string, error) {
+	var out O
+	ok, reason := TryLLM(ctx, emit, c, system, user, func(answer string) error {
+		var err error
+		out, err = parse(answer)
+		return err
+	})
+	if err := ctx.Err(); err != nil {
+		var zero O
+		return zero, "", err
+	}
+	if !ok {
+		out = heuristic()
+	}
+	return out, reason, nil
+}

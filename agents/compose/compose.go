@@ -156,11 +156,9 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	}
 	var found searchOutput
 	agentkit.Dependency(req, "search", &found)
-	query := strings.TrimSpace(in.Query)
-	for _, q := range []string{req.Query, found.Query} {
-		if query == "" {
-			query = strings.TrimSpace(q)
-		}
+	query := agentkit.QueryOf(req, in.Query)
+	if query == "" {
+		query = strings.TrimSpace(found.Query)
 	}
 	hits := usable(found.Hits)
 	facts := remembered(req)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/agents/agentkit"
-	"github.com/agentbus/agentbus/schemas"
 )
 
 // Capability is the capability the query enhancement agent serves.
@@ -19,11 +18,6 @@ const Capability = "query_enhancement"
 var (
 	InputSchema  = agentkit.InputSchema(Capability)
 	OutputSchema = agentkit.OutputSchema(Capability)
-)
-
-const (
-	methodHeuristic = agentkit.MethodHeuristic
-	methodLLM       = agentkit.MethodLLM
 )
 
 // ErrNoQuery is wrapped (with agents.ErrPermanent) when neither the input
@@ -106,59 +100,37 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	if err := agentkit.Decode(req, InputSchema, &in); err != nil {
 		return nil, err
 	}
-	q := strings.TrimSpace(in.Query)
-	if q == "" {
-		q = strings.TrimSpace(req.Query)
-	}
-	if q == "" {
-		return nil, fmt.Errorf("%w: %w: step %q has neither /query in its input nor a workflow query", agents.ErrPermanent, ErrNoQuery, req.StepID)
-	}
-	progress(ctx, emit, 20, "enhancing query")
-	var out Output
-	ok, reason := agentkit.TryLLM(ctx, emit, a.cfg.LLM, systemPrompt(), q, func(answer string) error {
-		var err error
-		out, err = parseLLM(q, in.MaxVariants, answer)
-		return err
-	})
-	if err := ctx.Err(); err != nil {
+	q, err := agentkit.NeedQuery(req, in.Query, ErrNoQuery)
+	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		out = Enhance(q, in.MaxVariants)
-		out.FallbackReason = reason
+	agentkit.Progress(ctx, emit, 20, "enhancing query")
+	out, reason, err := agentkit.LLMFirst(ctx, emit, a.cfg.LLM, systemPrompt(), q,
+		func(answer string) (Output, error) { return parseLLM(q, in.MaxVariants, answer) },
+		func() Output { return Enhance(q, in.MaxVariants) })
+	if err != nil {
+		return nil, err
 	}
-	progress(ctx, emit, 100, fmt.Sprintf("%d variants, %d expansion terms (%s)", len(out.Variants), len(out.Expansions), out.Method))
+	out.FallbackReason = reason
+	agentkit.Progress(ctx, emit, 100, fmt.Sprintf("%d variants, %d expansion terms (%s)", len(out.Variants), len(out.Expansions), out.Method))
 	return agentkit.Encode(OutputSchema, out)
 }
 
 func systemPrompt() string {
-	src, _ := schemas.Source(OutputSchema)
 	return "You improve search queries for a retrieval system.\n" +
 		"keywords: the query's content words; synonyms: for each keyword that has them; expansions: extra search terms not in the query; " +
 		"variants: 2 to 5 rephrasings to search in parallel, the original query first, then a keyword form, a synonym form, " +
 		"a statement form of a question and an entity-focused form.\n" +
-		"Answer with one JSON object (no prose) that satisfies this JSON Schema; method and query are filled in for you and may be left out:\n" +
-		string(src)
+		agentkit.SchemaPrompt(OutputSchema, "method", "query")
 }
 
 // parseLLM turns the model's answer into an Output, or says why it cannot.
 // The original query is put first among the variants if the model left it
 // out, repeats are dropped and the list is cut to max.
 func parseLLM(query string, max int, answer string) (Output, error) {
-	var m map[string]any
-	if err := json.Unmarshal([]byte(answer), &m); err != nil {
-		return Output{}, fmt.Errorf("enhance: answer is not a JSON object: %w", err)
-	}
-	m["method"] = methodLLM
-	m["query"] = query
-	delete(m, "fallback_reason")
-	b, _ := json.Marshal(m)
-	if err := schemas.Validate(OutputSchema, b); err != nil {
-		return Output{}, err
-	}
 	var out Output
-	if err := json.Unmarshal(b, &out); err != nil {
-		return Output{}, fmt.Errorf("enhance: answer: %w", err)
+	if err := agentkit.ParseLLM(answer, agentkit.Answer{Agent: "enhance", Schema: OutputSchema, Query: query}, &out); err != nil {
+		return Output{}, err
 	}
 	if max <= 0 || max > MaxVariants {
 		max = MaxVariants
@@ -180,10 +152,4 @@ func parseLLM(query string, max int, answer string) (Output, error) {
 		out.Expansions = []string{}
 	}
 	return out, nil
-}
-
-func progress(ctx context.Context, emit agents.Emitter, pct float64, msg string) {
-	if emit != nil {
-		_ = emit.Progress(ctx, pct, msg)
-	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentbus/agentbus/agents/agentkit"
 )
 
 // MaxVariants is the most variants an output holds, the original
@@ -114,7 +116,7 @@ func Enhance(query string, max int) Output {
 	original := strings.Join(strings.Fields(query), " ")
 	toks := tokenize(original)
 	ts := terms(toks)
-	out := Output{Query: original, Method: methodHeuristic, Keywords: dedupe(ts), Synonyms: map[string][]string{}}
+	out := Output{Query: original, Method: agentkit.MethodHeuristic, Keywords: dedupe(ts), Synonyms: map[string][]string{}}
 	inQuery := map[string]bool{}
 	for _, t := range ts {
 		inQuery[t] = true

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/agentbus/agentbus/agents"
@@ -135,32 +134,23 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	if err := agentkit.Decode(req, InputSchema, &in); err != nil {
 		return nil, err
 	}
-	q := strings.TrimSpace(in.Query)
-	if q == "" {
-		q = strings.TrimSpace(req.Query)
-	}
-	if q == "" {
-		return nil, fmt.Errorf("%w: %w: step %q has neither /query in its input nor a workflow query", agents.ErrPermanent, ErrNoQuery, req.StepID)
+	q, err := agentkit.NeedQuery(req, in.Query, ErrNoQuery)
+	if err != nil {
+		return nil, err
 	}
 	now := in.Now
 	if now.IsZero() {
 		now = a.cfg.Now()
 	}
-	progress(ctx, emit, 20, "extracting entities")
-	var out Output
-	ok, reason := agentkit.TryLLM(ctx, emit, a.cfg.LLM, systemPrompt(now), q, func(answer string) error {
-		var err error
-		out, err = parseLLM(q, now, answer)
-		return err
-	})
-	if err := ctx.Err(); err != nil {
+	agentkit.Progress(ctx, emit, 20, "extracting entities")
+	out, reason, err := agentkit.LLMFirst(ctx, emit, a.cfg.LLM, systemPrompt(now), q,
+		func(answer string) (Output, error) { return parseLLM(q, now, answer) },
+		func() Output { return Extract(q, now) })
+	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		out = Extract(q, now)
-		out.FallbackReason = reason
-	}
-	progress(ctx, emit, 100, fmt.Sprintf("found %d entities and %d time ranges (%s)", len(out.Entities), len(out.TimeRanges), out.Method))
+	out.FallbackReason = reason
+	agentkit.Progress(ctx, emit, 100, fmt.Sprintf("found %d entities and %d time ranges (%s)", len(out.Entities), len(out.TimeRanges), out.Method))
 	return agentkit.Encode(OutputSchema, out)
 }
 
@@ -198,11 +188,5 @@ func finish(out *Output) {
 		if r.To.After(out.Filters.To) {
 			out.Filters.To = r.To
 		}
-	}
-}
-
-func progress(ctx context.Context, emit agents.Emitter, pct float64, msg string) {
-	if emit != nil {
-		_ = emit.Progress(ctx, pct, msg)
 	}
 }

@@ -1,26 +1,22 @@
 package entities
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/agentbus/agentbus/agents/agentkit"
-	"github.com/agentbus/agentbus/schemas"
 )
 
 // systemPrompt asks for the output schema's shape; the schema itself is
 // quoted so that the model and the validator agree.
 func systemPrompt(now time.Time) string {
-	src, _ := schemas.Source(OutputSchema)
 	return "You extract named entities and time expressions from a search query.\n" +
 		"Entity types: PERSON, PLACE, ORG, CONCEPT, DATE, PRODUCT, EVENT, NUMBER.\n" +
 		"start and end are byte offsets of the entity's text in the query; context is the entity with up to three words either side.\n" +
 		"Resolve every time expression to inclusive RFC 3339 date-times (from, to) relative to now = " + now.Format(time.RFC3339) +
 		", with grain day, week, month, quarter or year.\n" +
-		"Answer with one JSON object (no prose) that satisfies this JSON Schema; " +
-		"method, query, reference_time, dominant_types and filters are filled in for you and may be left out:\n" + string(src)
+		agentkit.SchemaPrompt(OutputSchema, "method", "query", "reference_time", "dominant_types", "filters")
 }
 
 // parseLLM turns the model's answer into an Output, or says why it cannot:
@@ -29,23 +25,9 @@ func systemPrompt(now time.Time) string {
 // itself (method, query, reference time, dominant types, filters) are
 // overwritten.
 func parseLLM(query string, now time.Time, answer string) (Output, error) {
-	var m map[string]any
-	if err := json.Unmarshal([]byte(answer), &m); err != nil {
-		return Output{}, fmt.Errorf("entities: answer is not a JSON object: %w", err)
-	}
-	m["method"] = agentkit.MethodLLM
-	m["query"] = query
-	m["reference_time"] = now.Format(time.RFC3339Nano)
-	m["dominant_types"] = []any{}
-	delete(m, "fallback_reason")
-	delete(m, "filters")
-	b, _ := json.Marshal(m)
-	if err := schemas.Validate(OutputSchema, b); err != nil {
-		return Output{}, err
-	}
 	var out Output
-	if err := json.Unmarshal(b, &out); err != nil {
-		return Output{}, fmt.Errorf("entities: answer: %w", err)
+	if err := agentkit.ParseLLM(answer, agentkit.Answer{Agent: "entities", Schema: OutputSchema, Query: query, Set: map[string]any{"reference_time": now.Format(time.RFC3339Nano), "dominant_types": []any{}, "filters": nil}}, &out); err != nil {
+		return Output{}, err
 	}
 	for i := range out.Entities {
 		e := &out.Entities[i]

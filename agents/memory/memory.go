@@ -125,10 +125,7 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	if in.Mode == "" {
 		in.Mode = ModeAuto
 	}
-	query := strings.TrimSpace(in.Query)
-	if query == "" {
-		query = strings.TrimSpace(req.Query)
-	}
+	query := agentkit.QueryOf(req, in.Query)
 	out := Output{Stored: []Fact{}, Recalled: []Fact{}, Method: agentkit.MethodHeuristic, Mode: in.Mode, Query: query}
 	fresh := map[string]bool{}
 	if in.Mode != ModeRecall {

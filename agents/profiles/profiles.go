@@ -11,7 +11,6 @@ import (
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/agents/agentkit"
 	"github.com/agentbus/agentbus/retrieval"
-	"github.com/agentbus/agentbus/schemas"
 )
 
 // Capability is the capability the profile selection agent serves.
@@ -21,11 +20,6 @@ const Capability = "profile_selection"
 var (
 	InputSchema  = agentkit.InputSchema(Capability)
 	OutputSchema = agentkit.OutputSchema(Capability)
-)
-
-const (
-	methodHeuristic = agentkit.MethodHeuristic
-	methodLLM       = agentkit.MethodLLM
 )
 
 // DefaultProfiles are the profiles assumed when the input names none.
@@ -140,32 +134,23 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	if err := agentkit.Decode(req, InputSchema, &in); err != nil {
 		return nil, err
 	}
-	q := strings.TrimSpace(in.Query)
-	if q == "" {
-		q = strings.TrimSpace(req.Query)
-	}
-	if q == "" {
-		return nil, fmt.Errorf("%w: %w: step %q has neither /query in its input nor a workflow query", agents.ErrPermanent, ErrNoQuery, req.StepID)
+	q, err := agentkit.NeedQuery(req, in.Query, ErrNoQuery)
+	if err != nil {
+		return nil, err
 	}
 	available := in.Profiles
 	if len(available) == 0 {
 		available = DefaultProfiles
 	}
-	progress(ctx, emit, 20, "selecting search profiles among "+strings.Join(available, ", "))
-	var out Output
-	ok, reason := agentkit.TryLLM(ctx, emit, a.cfg.LLM, systemPrompt(), userPrompt(q, available, in.Ensemble), func(answer string) error {
-		var err error
-		out, err = parseLLM(q, available, in.Ensemble, answer)
-		return err
-	})
-	if err := ctx.Err(); err != nil {
+	agentkit.Progress(ctx, emit, 20, "selecting search profiles among "+strings.Join(available, ", "))
+	out, reason, err := agentkit.LLMFirst(ctx, emit, a.cfg.LLM, systemPrompt(), userPrompt(q, available, in.Ensemble),
+		func(answer string) (Output, error) { return parseLLM(q, available, in.Ensemble, answer) },
+		func() Output { return Select(q, available, in.Ensemble) })
+	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		out = Select(q, available, in.Ensemble)
-		out.FallbackReason = reason
-	}
-	progress(ctx, emit, 100, fmt.Sprintf("selected %s (ensemble %t, %s)", names(out.Selected), out.Ensemble, out.Method))
+	out.FallbackReason = reason
+	agentkit.Progress(ctx, emit, 100, fmt.Sprintf("selected %s (ensemble %t, %s)", names(out.Selected), out.Ensemble, out.Method))
 	return agentkit.Encode(OutputSchema, out)
 }
 
@@ -178,14 +163,12 @@ func names(cs []Choice) string {
 }
 
 func systemPrompt() string {
-	src, _ := schemas.Source(OutputSchema)
 	return "You choose retrieval profiles for a search query. Lexical profiles (bm25) match exact terms, codes, " +
 		"quoted phrases and names; vector profiles match meaning. Classify the intent (informational, navigational, " +
 		"comparison, how-to, troubleshooting, summary, definition, recommendation), the modality (text, code, data, image) " +
 		"and the complexity, select profiles only from those available, put the others in alternatives, and set ensemble " +
 		"when several profiles should be searched and fused.\n" +
-		"Answer with one JSON object (no prose) that satisfies this JSON Schema; method and query are filled in for you and may be left out:\n" +
-		string(src)
+		agentkit.SchemaPrompt(OutputSchema, "method", "query")
 }
 
 func userPrompt(q string, available []string, ensemble bool) string {
@@ -197,20 +180,9 @@ func userPrompt(q string, available []string, ensemble bool) string {
 // it must satisfy the output schema, select at least one profile and name
 // only available profiles, each once. A requested ensemble is kept.
 func parseLLM(query string, available []string, ensemble bool, answer string) (Output, error) {
-	var m map[string]any
-	if err := json.Unmarshal([]byte(answer), &m); err != nil {
-		return Output{}, fmt.Errorf("profiles: answer is not a JSON object: %w", err)
-	}
-	m["method"] = methodLLM
-	m["query"] = query
-	delete(m, "fallback_reason")
-	b, _ := json.Marshal(m)
-	if err := schemas.Validate(OutputSchema, b); err != nil {
-		return Output{}, err
-	}
 	var out Output
-	if err := json.Unmarshal(b, &out); err != nil {
-		return Output{}, fmt.Errorf("profiles: answer: %w", err)
+	if err := agentkit.ParseLLM(answer, agentkit.Answer{Agent: "profiles", Schema: OutputSchema, Query: query}, &out); err != nil {
+		return Output{}, err
 	}
 	seen := map[string]bool{}
 	for i, c := range append(slices.Clone(out.Selected), out.Alternatives...) {
@@ -232,10 +204,4 @@ func parseLLM(query string, available []string, ensemble bool, answer string) (O
 		out.Complexity.Reasons = []string{}
 	}
 	return out, nil
-}
-
-func progress(ctx context.Context, emit agents.Emitter, pct float64, msg string) {
-	if emit != nil {
-		_ = emit.Progress(ctx, pct, msg)
-	}
 }

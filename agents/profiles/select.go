@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/agentbus/agentbus/agents/agentkit"
 )
 
 // Profile families: what kind of retrieval a profile name stands for.
@@ -90,7 +92,7 @@ func Select(query string, available []string, ensemble bool) Output {
 	if mixed {
 		why = append(why, "mixed lexical and semantic signals")
 	}
-	out := Output{Query: query, Method: methodHeuristic, Intent: intent, Modality: modality, Complexity: cx,
+	out := Output{Query: query, Method: agentkit.MethodHeuristic, Intent: intent, Modality: modality, Complexity: cx,
 		Signals: Signals{Lexical: sig.lexical, Semantic: sig.semantic}}
 	out.Ensemble = len(why) > 0 && len(scored) >= 2
 	n := 1

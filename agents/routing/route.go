@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentbus/agentbus/agents/agentkit"
 	"github.com/agentbus/agentbus/llm"
 )
 
@@ -109,7 +110,7 @@ func (r *router) route(ctx context.Context, query string, available []string, de
 		}
 		return all[i].capability < all[j].capability
 	})
-	out := Output{Query: query, Method: methodHeuristic, Embedder: r.embedder.Name(), RecommendedAgents: []Recommendation{}, Fallbacks: []string{}}
+	out := Output{Query: query, Method: agentkit.MethodHeuristic, Embedder: r.embedder.Name(), RecommendedAgents: []Recommendation{}, Fallbacks: []string{}}
 	for _, s := range all {
 		if len(out.RecommendedAgents) < maxRecommend && (len(out.RecommendedAgents) == 0 || s.confidence >= minRecommend) {
 			out.RecommendedAgents = append(out.RecommendedAgents, Recommendation{Capability: s.capability, Confidence: s.confidence, Reason: s.reason})

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/agents/agentkit"
 	"github.com/agentbus/agentbus/llm"
-	"github.com/agentbus/agentbus/schemas"
 )
 
 // Capability is the capability the routing agent serves.
@@ -21,11 +19,6 @@ const Capability = "routing"
 var (
 	InputSchema  = agentkit.InputSchema(Capability)
 	OutputSchema = agentkit.OutputSchema(Capability)
-)
-
-const (
-	methodHeuristic = agentkit.MethodHeuristic
-	methodLLM       = agentkit.MethodLLM
 )
 
 // ErrNoQuery is wrapped (with agents.ErrPermanent) when neither the input
@@ -138,42 +131,31 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	if err := agentkit.Decode(req, InputSchema, &in); err != nil {
 		return nil, err
 	}
-	q := strings.TrimSpace(in.Query)
-	if q == "" {
-		q = strings.TrimSpace(req.Query)
-	}
-	if q == "" {
-		return nil, fmt.Errorf("%w: %w: step %q has neither /query in its input nor a workflow query", agents.ErrPermanent, ErrNoQuery, req.StepID)
+	q, err := agentkit.NeedQuery(req, in.Query, ErrNoQuery)
+	if err != nil {
+		return nil, err
 	}
 	available := in.Capabilities
 	if len(available) == 0 {
 		available = DefaultCapabilities
 	}
-	progress(ctx, emit, 20, fmt.Sprintf("routing among %d capabilities", len(available)))
-	var out Output
-	ok, reason := agentkit.TryLLM(ctx, emit, a.cfg.LLM, systemPrompt(), userPrompt(q, available, in.Descriptions), func(answer string) error {
-		var err error
-		out, err = parseLLM(q, available, answer)
-		return err
-	})
-	if err := ctx.Err(); err != nil {
+	agentkit.Progress(ctx, emit, 20, fmt.Sprintf("routing among %d capabilities", len(available)))
+	out, reason, err := agentkit.LLMFirst(ctx, emit, a.cfg.LLM, systemPrompt(), userPrompt(q, available, in.Descriptions),
+		func(answer string) (Output, error) { return parseLLM(q, available, answer) },
+		func() Output { return a.Route(ctx, q, available, in.Descriptions) })
+	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		out = a.Route(ctx, q, available, in.Descriptions)
-		out.FallbackReason = reason
-	}
-	progress(ctx, emit, 100, fmt.Sprintf("recommended %s (%.2f, %s)", out.RecommendedAgents[0].Capability, out.Confidence, out.Method))
+	out.FallbackReason = reason
+	agentkit.Progress(ctx, emit, 100, fmt.Sprintf("recommended %s (%.2f, %s)", out.RecommendedAgents[0].Capability, out.Confidence, out.Method))
 	return agentkit.Encode(OutputSchema, out)
 }
 
 func systemPrompt() string {
-	src, _ := schemas.Source(OutputSchema)
 	return "You route a user's query to the agents (capabilities) that should handle it. Recommend one to three of the " +
 		"available capabilities, best first, each with a confidence in [0, 1] and a short reason; give the overall confidence, " +
 		"your reasoning, and fallbacks (other available capabilities to try if those fail).\n" +
-		"Answer with one JSON object (no prose) that satisfies this JSON Schema; method and query are filled in for you and may be left out:\n" +
-		string(src)
+		agentkit.SchemaPrompt(OutputSchema, "method", "query")
 }
 
 func userPrompt(q string, available []string, descriptions map[string]string) string {
@@ -188,21 +170,9 @@ func userPrompt(q string, available []string, descriptions map[string]string) st
 // parseLLM turns the model's answer into an Output, or says why it cannot:
 // it must satisfy the output schema and name only available capabilities.
 func parseLLM(query string, available []string, answer string) (Output, error) {
-	var m map[string]any
-	if err := json.Unmarshal([]byte(answer), &m); err != nil {
-		return Output{}, fmt.Errorf("routing: answer is not a JSON object: %w", err)
-	}
-	m["method"] = methodLLM
-	m["query"] = query
-	delete(m, "fallback_reason")
-	delete(m, "embedder")
-	b, _ := json.Marshal(m)
-	if err := schemas.Validate(OutputSchema, b); err != nil {
-		return Output{}, err
-	}
 	var out Output
-	if err := json.Unmarshal(b, &out); err != nil {
-		return Output{}, fmt.Errorf("routing: answer: %w", err)
+	if err := agentkit.ParseLLM(answer, agentkit.Answer{Agent: "routing", Schema: OutputSchema, Query: query, Set: map[string]any{"embedder": nil}}, &out); err != nil {
+		return Output{}, err
 	}
 	for i, r := range out.RecommendedAgents {
 		if !slices.Contains(available, r.Capability) {
@@ -215,10 +185,4 @@ func parseLLM(query string, available []string, answer string) (Output, error) {
 		}
 	}
 	return out, nil
-}
-
-func progress(ctx context.Context, emit agents.Emitter, pct float64, msg string) {
-	if emit != nil {
-		_ = emit.Progress(ctx, pct, msg)
-	}
 }

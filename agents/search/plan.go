@@ -77,10 +77,7 @@ type list struct {
 // plan merges the step input with its dependencies' outputs; the input
 // wins where both speak.
 func (a *Agent) plan(req agents.Request, in Input) plan {
-	p := plan{query: strings.TrimSpace(in.Query), k: cmp.Or(in.K, a.cfg.K)}
-	if p.query == "" {
-		p.query = strings.TrimSpace(req.Query)
-	}
+	p := plan{query: agentkit.QueryOf(req, in.Query), k: cmp.Or(in.K, a.cfg.K)}
 	var sel profileSelection
 	haveSel := agentkit.Dependency(req, depProfiles, &sel)
 	switch {
