@@ -1,10 +1,9 @@
 package orchestrator
 
 import (
-	"fmt"
-	"slices"
 	"strings"
-	"unicode"
+
+	"github.com/agentbus/agentbus/internal/querykind"
 )
 
 // Complexity is the heuristic planner's verdict on a query: complex queries
@@ -23,119 +22,18 @@ func (c Complexity) String() string {
 	return "complex (" + strings.Join(c.Reasons, "; ") + ")"
 }
 
-// The thresholds of Classify.
-const (
-	// LongQueryWords: a query of at least this many words is complex.
-	LongQueryWords = 25
-	// minClauseWords: a clause needs this many words to count as one, so
-	// that "bread and butter" is one clause, not two.
-	minClauseWords = 3
-	// manyClauses: a query of at least this many clauses is complex.
-	manyClauses = 3
-)
-
-// analyticWords are words that ask for comparison, analysis or a report.
-// Exact words, not prefixes, so that "reporter" or "different" do not
-// count.
-var analyticWords = set(
-	"compare", "compares", "compared", "comparing", "comparison", "comparisons",
-	"contrast", "contrasting", "versus", "vs",
-	"analyze", "analyse", "analyzes", "analyses", "analyzing", "analysing", "analysis",
-	"evaluate", "evaluating", "evaluation", "assess", "assessing", "assessment",
-	"report", "tradeoff", "tradeoffs", "implications", "pros",
-	"difference", "differences", "comprehensive", "thorough", "investigate", "breakdown",
-)
-
-// analyticPhrases are two-word phrases with the same meaning; the words are
-// as split by Classify ("trade-offs" is "trade offs").
-var analyticPhrases = []string{"trade off", "trade offs", "in depth", "deep dive"}
-
-// conjunctions split a sentence into clauses.
-var conjunctions = set("and", "but", "while", "whereas", "then", "also")
+// LongQueryWords is the threshold of Classify's first rule: a query of at
+// least this many words is complex.
+const LongQueryWords = querykind.LongQueryWords
 
 // Classify decides, deterministically and without a model, whether a query
-// is complex. A query is complex when any of these rules holds (all that
-// hold are given as reasons):
-//
-//  1. it is long: at least LongQueryWords words;
-//  2. it asks for analysis: it contains a word of comparison, analysis,
-//     evaluation or reporting ("compare", "vs", "analyze", "report",
-//     "pros", "trade-offs", "in depth", … — see analyticWords);
-//  3. it asks several questions: two or more question marks;
-//  4. it asks why or how and goes on to a second clause ("how does raft
-//     elect a leader and why is it safe");
-//  5. it has three clauses or more.
-//
-// Clauses are the parts between punctuation (, ; : . ! ?) and the
-// conjunctions and, but, while, whereas, then, also; a part counts as a
-// clause only if it has at least three words. Words are runs of letters and
-// digits, lower-cased.
+// is complex. The rules are querykind.Classify's, which the profile
+// selection agent grades queries by too, so that both agree: a query is
+// complex when it is long (at least LongQueryWords words), asks for
+// analysis ("compare", "vs", "report", "trade-offs", …), asks several
+// questions, asks why or how and goes on to a second clause, or has three
+// clauses or more; Reasons names every rule that holds.
 func Classify(query string) Complexity {
-	words := splitWords(query)
-	var reasons []string
-	if len(words) >= LongQueryWords {
-		reasons = append(reasons, fmt.Sprintf("%d words", len(words)))
-	}
-	if w, ok := analyticTerm(words); ok {
-		reasons = append(reasons, fmt.Sprintf("asks for analysis: %q", w))
-	}
-	if n := strings.Count(query, "?"); n >= 2 {
-		reasons = append(reasons, fmt.Sprintf("%d questions", n))
-	}
-	clauses := countClauses(query)
-	if clauses >= 2 && (slices.Contains(words, "why") || slices.Contains(words, "how")) {
-		reasons = append(reasons, fmt.Sprintf("why/how with %d clauses", clauses))
-	} else if clauses >= manyClauses {
-		reasons = append(reasons, fmt.Sprintf("%d clauses", clauses))
-	}
-	return Complexity{Complex: len(reasons) > 0, Reasons: reasons}
-}
-
-func analyticTerm(words []string) (string, bool) {
-	for i, w := range words {
-		if analyticWords[w] {
-			return w, true
-		}
-		if i > 0 {
-			if p := words[i-1] + " " + w; slices.Contains(analyticPhrases, p) {
-				return p, true
-			}
-		}
-	}
-	return "", false
-}
-
-// countClauses counts the parts of query of at least minClauseWords words
-// between punctuation and conjunctions.
-func countClauses(query string) int {
-	n, run := 0, 0
-	end := func() {
-		if run >= minClauseWords {
-			n++
-		}
-		run = 0
-	}
-	for _, part := range strings.FieldsFunc(query, func(r rune) bool { return strings.ContainsRune(",;:.!?", r) }) {
-		for _, w := range splitWords(part) {
-			if conjunctions[w] {
-				end()
-				continue
-			}
-			run++
-		}
-		end()
-	}
-	return n
-}
-
-func splitWords(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-}
-
-func set(words ...string) map[string]bool {
-	m := make(map[string]bool, len(words))
-	for _, w := range words {
-		m[w] = true
-	}
-	return m
+	v := querykind.Classify(query)
+	return Complexity{Complex: v.Complex, Reasons: v.Reasons}
 }

@@ -3,11 +3,13 @@ package routing
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/agentbus/agentbus/agents/agentkit"
+	"github.com/agentbus/agentbus/internal/querykind"
 	"github.com/agentbus/agentbus/llm"
 )
 
@@ -80,7 +82,7 @@ func (r *router) embed(ctx context.Context, texts []string) ([][]float32, error)
 // similarity of the query to the capability's description. When the
 // embedder fails, rules alone decide and the reasoning says so.
 func (r *router) route(ctx context.Context, query string, available []string, descriptions map[string]string) Output {
-	words := splitWords(query)
+	words := querykind.Words(query)
 	text := strings.Join(words, " ")
 	texts := []string{query}
 	for _, c := range available {
@@ -117,7 +119,7 @@ func (r *router) route(ctx context.Context, query string, available []string, de
 		}
 	}
 	// Nothing matched at all: a general information need goes to search.
-	if top := out.RecommendedAgents[0]; top.Confidence < minRecommend && contains(available, defaultCapability) && top.Capability != defaultCapability {
+	if top := out.RecommendedAgents[0]; top.Confidence < minRecommend && slices.Contains(available, defaultCapability) && top.Capability != defaultCapability {
 		out.RecommendedAgents = []Recommendation{{Capability: defaultCapability, Confidence: minRecommend, Reason: "no capability matched; search is the default"}}
 	}
 	out.Confidence = out.RecommendedAgents[0].Confidence
@@ -125,11 +127,11 @@ func (r *router) route(ctx context.Context, query string, available []string, de
 	for _, a := range out.RecommendedAgents {
 		recommended[a.Capability] = true
 	}
-	if !recommended[defaultCapability] && contains(available, defaultCapability) {
+	if !recommended[defaultCapability] && slices.Contains(available, defaultCapability) {
 		out.Fallbacks = append(out.Fallbacks, defaultCapability)
 	}
 	for _, s := range all {
-		if len(out.Fallbacks) < maxFallbacks && !recommended[s.capability] && !contains(out.Fallbacks, s.capability) {
+		if len(out.Fallbacks) < maxFallbacks && !recommended[s.capability] && !slices.Contains(out.Fallbacks, s.capability) {
 			out.Fallbacks = append(out.Fallbacks, s.capability)
 		}
 	}

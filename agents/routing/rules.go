@@ -1,8 +1,8 @@
 package routing
 
 import (
+	"slices"
 	"strings"
-	"unicode"
 )
 
 // Builtin describes the built-in capabilities: what routing assumes is
@@ -57,7 +57,7 @@ func matches(capability string, words []string, text string) []string {
 	}
 	var out []string
 	for _, w := range words {
-		if r.words[w] && !contains(out, w) {
+		if r.words[w] && !slices.Contains(out, w) {
 			out = append(out, w)
 		}
 	}
@@ -69,23 +69,10 @@ func matches(capability string, words []string, text string) []string {
 	return out
 }
 
-func splitWords(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-}
-
 func set(words ...string) map[string]bool {
 	m := make(map[string]bool, len(words))
 	for _, w := range words {
 		m[w] = true
 	}
 	return m
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
