@@ -36,6 +36,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeClientFrame -fuzztime $(FUZZTIME) ./gateway
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRPC -fuzztime $(FUZZTIME) ./gateway
 	$(GO) test -run '^$$' -fuzz FuzzParseTokens -fuzztime $(FUZZTIME) ./gateway
+	$(GO) test -run '^$$' -fuzz '^FuzzExtract$$' -fuzztime $(FUZZTIME) ./agents/entities
+	$(GO) test -run '^$$' -fuzz '^FuzzEnhance$$' -fuzztime $(FUZZTIME) ./agents/enhance
+	$(GO) test -run '^$$' -fuzz '^FuzzParseResult$$' -fuzztime $(FUZZTIME) ./retrieval/vespa
+	$(GO) test -run '^$$' -fuzz '^FuzzDocType$$' -fuzztime $(FUZZTIME) ./retrieval/vespa
 
 clean:
 	rm -rf bin data
