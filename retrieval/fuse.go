@@ -1,7 +1,6 @@
 package retrieval
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 )
@@ -58,11 +57,15 @@ func Fuse(k int, lists map[string][]Hit) []Hit {
 		}
 	}
 	slices.SortFunc(acc, func(a, b fused) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.best, b.best); c != 0 {
-			return c
+		// Scores are finite sums of positive terms: plain comparisons
+		// (cmp.Compare's NaN handling costs here).
+		switch {
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
+			return 1
+		case a.best != b.best:
+			return int(a.best - b.best)
 		}
 		return strings.Compare(a.src.ID, b.src.ID)
 	})
