@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/gob"
 	"encoding/json"
 	"errors"
@@ -59,13 +60,117 @@ type storeFile struct {
 
 const (
 	storeName   = "chunks.gob"
+	logName     = "chunks.log"
 	graphName   = "vectors.hnsw"
 	bleveName   = "bleve"
 	storeFormat = 1
 )
 
-// loadStore reads a tenant's chunks; a missing file is an empty store.
-func loadStore(dir string) (storeFile, error) {
+// logEntry is one Index call's records, appended to chunks.log: writing a
+// batch costs the batch, not the whole store (a full rewrite per batch made
+// indexing quadratic). The log is folded into chunks.gob once it holds more
+// records than the store has, and when the tenant is opened.
+type logEntry struct {
+	Embedder string
+	NextGen  uint64
+	Records  []record
+}
+
+// appendLog appends e to the tenant's log as one frame — a 4-byte length,
+// then e in gob — and syncs it. Each frame has its own gob stream, so a log
+// written by several processes one after the other still reads.
+func appendLog(dir string, e logEntry) error {
+	var buf bytes.Buffer
+	buf.Write([]byte{0, 0, 0, 0})
+	if err := gob.NewEncoder(&buf).Encode(e); err != nil {
+		return fmt.Errorf("encode %s: %w", logName, err)
+	}
+	b := buf.Bytes()
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	f, err := os.OpenFile(filepath.Join(dir, logName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", logName, err)
+	}
+	return nil
+}
+
+// readLog returns the entries of the tenant's log in order. A torn last
+// frame (a crash in the middle of an append) ends the log: that batch was
+// never acknowledged.
+func readLog(dir string) ([]logEntry, error) {
+	b, err := os.ReadFile(filepath.Join(dir, logName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []logEntry
+	for len(b) >= 4 {
+		n := int(binary.BigEndian.Uint32(b))
+		if len(b)-4 < n {
+			break
+		}
+		var e logEntry
+		if err := gob.NewDecoder(bytes.NewReader(b[4 : 4+n])).Decode(&e); err != nil {
+			break
+		}
+		out = append(out, e)
+		b = b[4+n:]
+	}
+	return out, nil
+}
+
+// loadStore reads a tenant's chunks — the store, then the log's batches
+// over it — and reports how many batches the log held; a missing file is
+// an empty store.
+func loadStore(dir string) (storeFile, int, error) {
+	s, err := loadSnapshot(dir)
+	if err != nil {
+		return s, 0, err
+	}
+	log, err := readLog(dir)
+	if err != nil || len(log) == 0 {
+		return s, 0, err
+	}
+	at := make(map[string]int, len(s.Records))
+	for i, r := range s.Records {
+		at[r.ID] = i
+	}
+	for _, e := range log {
+		s.NextGen = max(s.NextGen, e.NextGen)
+		if e.Embedder != "" {
+			s.Embedder = e.Embedder
+		}
+		for _, r := range e.Records {
+			if len(r.MetaJSON) > 0 {
+				if err := json.Unmarshal(r.MetaJSON, &r.meta); err != nil {
+					return storeFile{}, 0, fmt.Errorf("read %s: chunk %q metadata: %w", logName, r.ID, err)
+				}
+			}
+			if i, ok := at[r.ID]; ok {
+				s.Records[i] = r
+				continue
+			}
+			at[r.ID] = len(s.Records)
+			s.Records = append(s.Records, r)
+		}
+	}
+	return s, len(log), nil
+}
+
+// loadSnapshot reads chunks.gob; a missing file is an empty store.
+func loadSnapshot(dir string) (storeFile, error) {
 	b, err := os.ReadFile(filepath.Join(dir, storeName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return storeFile{Version: storeFormat}, nil
@@ -90,14 +195,19 @@ func loadStore(dir string) (storeFile, error) {
 	return s, nil
 }
 
-// saveStore writes a tenant's chunks atomically: a temporary file, synced,
-// then renamed over the old one.
+// saveStore writes a tenant's chunks atomically — a temporary file, synced,
+// then renamed over the old one — and then drops the log it folds in. (A
+// crash between the two leaves a log whose batches the store already
+// holds: replaying them changes nothing.)
 func saveStore(dir string, s storeFile) error {
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(s); err != nil {
 		return fmt.Errorf("encode %s: %w", storeName, err)
 	}
-	return writeAtomic(filepath.Join(dir, storeName), buf.Bytes())
+	if err := writeAtomic(filepath.Join(dir, storeName), buf.Bytes()); err != nil {
+		return err
+	}
+	return removeIfExists(filepath.Join(dir, logName))
 }
 
 func writeAtomic(path string, data []byte) error {

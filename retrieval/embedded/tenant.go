@@ -28,13 +28,14 @@ type tenant struct {
 	nextGen     uint64 // the next VecKey generation
 	dead        int    // graph nodes no record points at any more
 	graphOnDisk bool   // vectors.hnsw matches the graph; removed before any change
+	logged      int    // records appended to chunks.log since the store was written
 }
 
 func openTenant(ctx context.Context, dir string, cfg Config) (*tenant, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s, err := loadStore(dir)
+	s, logged, err := loadStore(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -48,8 +49,10 @@ func openTenant(ctx context.Context, dir string, cfg Config) (*tenant, error) {
 	var err2 error
 	if s.Embedder != "" && s.Embedder != cfg.Embedder.Name() && len(t.recs) > 0 {
 		err2 = t.reembed(ctx)
-	} else if t.loadGraph() {
-		err2 = t.save() // the rebuilt graph gave some records new keys
+	} else if t.loadGraph() || logged > 0 {
+		// The rebuilt graph gave some records new keys, or the log's
+		// batches are folded into the store.
+		err2 = t.save()
 	}
 	if err2 != nil {
 		_ = t.text.Close()
@@ -127,25 +130,39 @@ func (t *tenant) put(recs []record) error {
 		t.graphOnDisk = false
 	}
 	t.dim = dim
-	for _, r := range recs {
-		t.putVector(&r)
-		t.recs[r.ID] = r
+	for i := range recs {
+		t.putVector(&recs[i])
+		t.recs[recs[i].ID] = recs[i]
 	}
-	if t.dead > 64 && t.dead > t.graph.Len()/4 {
-		t.rebuildGraph()
+	var err error
+	switch {
+	case t.dead > 64 && t.dead > t.graph.Len()/4:
+		t.rebuildGraph() // new keys for every record: write the whole store
+		err = t.save()
+	case t.logged+len(recs) > len(t.recs):
+		err = t.save() // the log would hold more than the store: fold it in
+	default:
+		if err = appendLog(t.dir, logEntry{Embedder: t.cfg.Embedder.Name(), NextGen: t.nextGen, Records: recs}); err == nil {
+			t.logged += len(recs)
+		}
 	}
-	if err := t.save(); err != nil {
+	if err != nil {
 		return fmt.Errorf("embedded: %w", err)
 	}
 	return nil
 }
 
+// save writes every record to the store and empties the log.
 func (t *tenant) save() error {
 	s := storeFile{Version: storeFormat, Embedder: t.cfg.Embedder.Name(), NextGen: t.nextGen, Records: make([]record, 0, len(t.recs))}
 	for _, r := range t.recs {
 		s.Records = append(s.Records, r)
 	}
-	return saveStore(t.dir, s)
+	if err := saveStore(t.dir, s); err != nil {
+		return err
+	}
+	t.logged = 0
+	return nil
 }
 
 func (t *tenant) count() (int, error) {
@@ -166,6 +183,11 @@ func (t *tenant) close() error {
 	}
 	t.closed = true
 	var errs []error
+	if t.logged > 0 {
+		if err := t.save(); err != nil {
+			errs = append(errs, fmt.Errorf("embedded: save chunks of %s: %w", filepath.Base(t.dir), err))
+		}
+	}
 	if !t.graphOnDisk && t.graph.Len() > 0 {
 		if err := t.saveGraph(); err != nil {
 			errs = append(errs, fmt.Errorf("embedded: save vectors of %s: %w", filepath.Base(t.dir), err))
