@@ -18,6 +18,10 @@ import (
 // ErrClosed is returned by every call on a closed Index.
 var ErrClosed = errors.New("embedded: index closed")
 
+// ErrLocked is returned by Open when another process has the directory
+// open.
+var ErrLocked = errors.New("embedded: index directory in use")
+
 // Config configures an Index. Dir is required; the zero value of every
 // other field means its default.
 type Config struct {
@@ -82,6 +86,7 @@ func (c Config) Validate() error {
 // Index is the embedded retrieval.Backend. It is safe for concurrent use.
 type Index struct {
 	cfg     Config
+	unlock  func()     // releases the directory lock
 	mu      sync.Mutex // guards tenants and closed
 	tenants map[string]*tenant
 	closed  bool
@@ -89,8 +94,9 @@ type Index struct {
 
 var _ retrieval.Backend = (*Index)(nil)
 
-// Open checks cfg and creates Dir if needed. Tenants are opened on first
-// use.
+// Open checks cfg, creates Dir if needed and locks it: a second process
+// (or a second Open in this one) gets ErrLocked until Close. Tenants are
+// opened on first use.
 func Open(cfg Config) (*Index, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -99,7 +105,11 @@ func Open(cfg Config) (*Index, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("embedded: create index directory: %w", err)
 	}
-	return &Index{cfg: cfg, tenants: map[string]*tenant{}}, nil
+	unlock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Index{cfg: cfg, unlock: unlock, tenants: map[string]*tenant{}}, nil
 }
 
 // Name says what answers and how it embeds, e.g.
@@ -197,6 +207,7 @@ func (ix *Index) Close() error {
 		errs = append(errs, t.close())
 	}
 	ix.tenants = nil
+	ix.unlock()
 	return errors.Join(errs...)
 }
 

@@ -124,3 +124,25 @@ func TestEmbedderChangeReembeds(t *testing.T) {
 		t.Errorf("vector search after re-embedding: %v, want %s first", retrievaltest.IDs(hits), chunks[7].ID)
 	}
 }
+
+// TestOpenLocksTheDirectory: an index directory is open in one place at a
+// time; a second Open fails at once with ErrLocked (bleve would block on
+// its first search instead), and succeeds after Close.
+func TestOpenLocksTheDirectory(t *testing.T) {
+	dir := t.TempDir()
+	ix, err := embedded.Open(embedded.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := embedded.Open(embedded.Config{Dir: dir}); !errors.Is(err, embedded.ErrLocked) {
+		t.Fatalf("second Open = %v, want ErrLocked", err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ix2, err := embedded.Open(embedded.Config{Dir: dir})
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	_ = ix2.Close()
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,6 +31,10 @@ func (t *tenant) newGraph() *hnsw.Graph[string] {
 	g.M = t.cfg.M
 	g.EfSearch = t.cfg.EfSearch
 	g.Distance = hnsw.CosineDistance
+	// Levels from a fixed seed: the same chunks indexed in the same order
+	// make the same graph and answer the same, run after run (hnsw's
+	// default draws from a time-seeded source).
+	g.Rng = rand.New(rand.NewSource(1))
 	return g
 }
 
