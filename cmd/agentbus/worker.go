@@ -41,7 +41,8 @@ func newWorker() *cobra.Command {
 				return err
 			}
 			open := func() (retrieval.Backend, error) { return sf.open(indexDir) }
-			w, closeAgents, err := wf.worker(ctx, agentDeps{b: b, log: log, chat: chat, backend: open, embedder: emb})
+			lenient := !cmd.Flags().Changed("capabilities")
+			w, closeAgents, err := wf.worker(ctx, agentDeps{b: b, log: log, chat: chat, backend: open, embedder: emb, lenient: lenient})
 			if err != nil {
 				return err
 			}

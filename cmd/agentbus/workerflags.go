@@ -46,6 +46,10 @@ type agentDeps struct {
 	backend func() (retrieval.Backend, error)
 	// embedder embeds for memory and routing.
 	embedder llm.Embedder
+	// lenient skips the search agent, with a warning, when its backend
+	// cannot be opened (a worker started with the default capabilities
+	// beside a serve that holds the embedded index), instead of failing.
+	lenient bool
 }
 
 // builtinAgents builds the agents serving caps, one per agent (summarize
@@ -94,6 +98,11 @@ func builtinAgents(ctx context.Context, caps []string, d agentDeps) (list []agen
 		case search.Capability:
 			var b retrieval.Backend
 			if b, err = d.backend(); err != nil {
+				if d.lenient {
+					d.log.Warn("not serving search: its index cannot be opened here (pass --capabilities to choose, or --index-dir / --search-backend vespa)", "err", err)
+					err = nil
+					continue
+				}
 				return nil, close, err
 			}
 			closers = append(closers, func() { _ = b.Close() })
