@@ -104,21 +104,20 @@ type hub struct {
 // newest event is terminal. Every non-nil hub must be released.
 func (hs *hubs) acquire(tenant, workflow, epoch string) (*hub, error) {
 	key := hubKey{tenant, workflow, epoch}
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	if h := hs.m[key]; h != nil {
-		h.mu.Lock()
-		h.refs++
-		if h.idle != nil {
-			h.idle.Stop()
-			h.idle = nil
-		}
-		h.mu.Unlock()
+	if h := hs.existing(key); h != nil {
 		return h, nil
 	}
+	// Read the newest event without holding the set: other workflows'
+	// streams must not wait on this round trip.
 	last, err := hs.g.bus.LastRecord(hs.ctx, tenant, workflow)
 	if err != nil {
 		return nil, err
+	}
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if h := hs.m[key]; h != nil { // started meanwhile
+		h.take()
+		return h, nil
 	}
 	if last.Envelope.Type.Terminal() {
 		return nil, nil
@@ -130,6 +129,29 @@ func (hs *hubs) acquire(tenant, workflow, epoch string) (*hub, error) {
 	hs.g.stats().hubs.Inc()
 	go h.run(ctx, last.Offset)
 	return h, nil
+}
+
+// existing takes a reference on the running hub of key, if there is one.
+func (hs *hubs) existing(key hubKey) *hub {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	h := hs.m[key]
+	if h != nil {
+		h.take()
+	}
+	return h
+}
+
+// take adds a stream's reference and cancels a pending stop; call with
+// hs.mu held, so that the hub is still in the set.
+func (h *hub) take() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.refs++
+	if h.idle != nil {
+		h.idle.Stop()
+		h.idle = nil
+	}
 }
 
 // release gives the hub up for one stream; the last one out stops it after
