@@ -69,7 +69,7 @@ func sentences(hits []hit) []sentence {
 		for _, para := range paragraphs(hit.Text) {
 			for _, s := range splitSentences(para) {
 				ts := terms(s)
-				if n := len(strings.Fields(s)); n < minWords || n > maxWords || len(ts) == 0 {
+				if n := len(strings.Fields(s)); n < minWords || n > maxWords || len(ts) == 0 || codeLike(s) {
 					continue
 				}
 				set := make(map[string]bool, len(ts))
@@ -82,6 +82,19 @@ func sentences(hits []hit) []sentence {
 		}
 	}
 	return out
+}
+
+// codeLike reports a "sentence" that is a declaration or code rather than
+// prose — a Go signature such as "func (u *URL) Query() Values", a struct
+// body, a comment — which reads badly in an answer.
+func codeLike(s string) bool {
+	t := strings.TrimSpace(s)
+	for _, p := range []string{"func ", "type ", "var ", "const ", "package ", "import "} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return strings.ContainsAny(t, "{}") || strings.Contains(t, "//") || strings.Contains(t, ":=")
 }
 
 // paragraphs splits text at blank lines and list items, dropping headings

@@ -46,3 +46,17 @@ func TestPickDropsNearDuplicates(t *testing.T) {
 		t.Fatalf("picked %+v, want a#0 then c#0", got)
 	}
 }
+
+// TestCodeIsNotASentence: declarations and code lines in a hit are not
+// candidate sentences; prose around them is.
+func TestCodeIsNotASentence(t *testing.T) {
+	text := "func (u *URL) Query() Values\n\nQuery parses RawQuery and returns the corresponding values.\n\n" +
+		"type Encoding struct { // contains filtered or unexported fields }\n\nx := url.Values{} is how a map starts out."
+	var got []string
+	for _, s := range sentences([]hit{{Text: text}}) {
+		got = append(got, s.text)
+	}
+	if len(got) != 1 || got[0] != "Query parses RawQuery and returns the corresponding values." {
+		t.Fatalf("sentences %q, want only the prose one", got)
+	}
+}
