@@ -23,18 +23,24 @@ type ListRun struct {
 	err     error
 }
 
-// run fetches every list in parallel, each asking for k hits, and fuses
-// the lists that answered with RRF, keeping the best k. It fails with
-// retrieval.ErrAllProfilesFailed only when every list failed. One list is
-// still returned in fused form, like retrieval.Ensemble does.
-func run(ctx context.Context, b retrieval.Backend, tenant string, lists []list, k int, f retrieval.Filters) ([]retrieval.Hit, []ListRun, error) {
+// run fetches every list in parallel and fuses the lists that answered
+// with RRF, keeping the best k with at most perDoc hits of one document
+// (perDoc < 0: no cap); each list asks for 3k hits when capped, so that
+// the cap still leaves k. It fails with retrieval.ErrAllProfilesFailed
+// only when every list failed. One list is still returned in fused form,
+// like retrieval.Ensemble does.
+func run(ctx context.Context, b retrieval.Backend, tenant string, lists []list, k, perDoc int, f retrieval.Filters) ([]retrieval.Hit, []ListRun, error) {
+	fetch := k
+	if perDoc > 0 {
+		fetch = 3 * k
+	}
 	runs := make([]ListRun, len(lists))
 	got := make([][]retrieval.Hit, len(lists))
 	var wg sync.WaitGroup
 	for i, l := range lists {
 		wg.Go(func() {
 			start := time.Now()
-			hits, err := b.Search(ctx, tenant, l.profile, retrieval.Query{Text: l.query, K: k, Filters: f})
+			hits, err := b.Search(ctx, tenant, l.profile, retrieval.Query{Text: l.query, K: fetch, Filters: f})
 			runs[i] = ListRun{Name: l.name, Profile: l.profile, Query: l.query, Hits: len(hits),
 				TookMS: time.Since(start).Milliseconds(), err: err}
 			if err != nil {
@@ -57,11 +63,27 @@ func run(ctx context.Context, b retrieval.Backend, tenant string, lists []list, 
 	if len(byName) == 0 {
 		return nil, runs, fmt.Errorf("%w: %s", retrieval.ErrAllProfilesFailed, strings.Join(failed, "; "))
 	}
-	hits := retrieval.Fuse(retrieval.RRFK, byName)
-	if len(hits) > k {
-		hits = hits[:k]
+	return diverse(retrieval.Fuse(retrieval.RRFK, byName), k, perDoc), runs, nil
+}
+
+// diverse keeps, in order, the first k hits with at most perDoc of any one
+// document (perDoc < 0: the first k).
+func diverse(hits []retrieval.Hit, k, perDoc int) []retrieval.Hit {
+	if perDoc < 0 {
+		return hits[:min(len(hits), k)]
 	}
-	return hits, runs, nil
+	out := make([]retrieval.Hit, 0, min(len(hits), k))
+	seen := map[string]int{}
+	for _, h := range hits {
+		if len(out) == k {
+			break
+		}
+		if seen[h.DocID] < perDoc {
+			seen[h.DocID]++
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // summarize says which profiles contributed (at least one list answered)

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,11 @@ type Config struct {
 	DefaultProfiles []string
 	// K is how many hits to return when the input does not say; default 10.
 	K int
+	// MaxPerDoc caps the hits of one document among the K returned, so
+	// that a long document's many chunks do not crowd out the others (a
+	// comparison needs both sides); default 3, negative means no cap. The
+	// input's max_per_doc wins.
+	MaxPerDoc int
 }
 
 func (c *Config) setDefaults() {
@@ -42,6 +48,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.K == 0 {
 		c.K = 10
+	}
+	if c.MaxPerDoc == 0 {
+		c.MaxPerDoc = 3
 	}
 }
 
@@ -95,6 +104,8 @@ type Input struct {
 	Profiles []string `json:"profiles,omitempty"`
 	K        int      `json:"k,omitempty"`
 	Filters  *Filters `json:"filters,omitempty"`
+	// MaxPerDoc caps one document's hits (see Config.MaxPerDoc).
+	MaxPerDoc int `json:"max_per_doc,omitempty"`
 }
 
 // Filters is the JSON form of retrieval.Filters: RFC 3339 bounds.
@@ -157,7 +168,7 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	lists := p.lists()
 	_ = emit.Progress(ctx, 10, fmt.Sprintf("searching %d profiles (%d ranked lists, %s)",
 		len(p.profiles), len(lists), a.cfg.Backend.Name()))
-	hits, runs, err := run(ctx, a.cfg.Backend, req.TenantID, lists, p.k, p.filters.retrieval())
+	hits, runs, err := run(ctx, a.cfg.Backend, req.TenantID, lists, p.k, cmp.Or(in.MaxPerDoc, a.cfg.MaxPerDoc), p.filters.retrieval())
 	out := Output{
 		Query: p.query, Ensemble: p.ensemble, Variants: p.variants, Backend: a.cfg.Backend.Name(),
 		Hits: hits, Lists: runs, ProfilesUsed: []string{}, ProfilesFailed: []Failure{},
