@@ -65,6 +65,15 @@ func TestEnhance(t *testing.T) {
 			variants:   []string{"the"},
 		},
 		{
+			// A one-short-word focus ("go") would match nearly everything:
+			// no entity-focused variant.
+			query:      "serializing Go values",
+			keywords:   []string{"serializing", "go", "values"},
+			expansions: []string{"golang"},
+			synonyms:   map[string][]string{"go": {"golang"}},
+			variants:   []string{"serializing Go values", "serializing golang values", "serializing go values golang"},
+		},
+		{
 			// Variants equal ignoring case collapse into the first.
 			query:      "Tokyo",
 			keywords:   []string{"tokyo"},

@@ -150,7 +150,11 @@ func Enhance(query string, max int) Output {
 	if s, ok := statement(original); ok {
 		candidates = append(candidates, s)
 	}
-	candidates = append(candidates, focus(original, toks))
+	// A focus of one short word ("go" of "… for serializing Go values")
+	// matches nearly everything: it would add noise, not a view.
+	if f := focus(original, toks); len(f) >= 4 {
+		candidates = append(candidates, f)
+	}
 	if len(dedupe(candidates)) < 3 && len(out.Expansions) > 0 {
 		candidates = append(candidates, strings.Join(ts, " ")+" "+strings.Join(out.Expansions[:min(3, len(out.Expansions))], " "))
 	}
