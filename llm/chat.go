@@ -51,17 +51,7 @@ func (c *ChatConfig) setDefaults() {
 
 // Validate reports every problem with the configuration.
 func (c ChatConfig) Validate() error {
-	var errs []error
-	if u, err := url.Parse(c.URL); c.URL == "" {
-		errs = append(errs, errors.New("llm: chat config needs URL"))
-	} else if err != nil {
-		errs = append(errs, errors.New("llm: chat URL does not parse as a URL"))
-	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("llm: chat URL %q is not an absolute http(s) URL", redact(c.URL)))
-	}
-	if strings.TrimSpace(c.Model) == "" {
-		errs = append(errs, errors.New("llm: chat config needs Model"))
-	}
+	errs := endpointProblems("chat", "URL", c.URL, c.Model)
 	if c.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("llm: chat timeout %s is negative", c.Timeout))
 	}
@@ -69,6 +59,24 @@ func (c ChatConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("llm: chat retries %d is negative", c.Retries))
 	}
 	return errors.Join(errs...)
+}
+
+// endpointProblems checks what every OpenAI-compatible client needs: an
+// absolute http(s) base URL (named field in messages, never echoed with
+// its credentials) and a model.
+func endpointProblems(what, field, base, model string) []error {
+	var errs []error
+	if u, err := url.Parse(base); base == "" {
+		errs = append(errs, fmt.Errorf("llm: %s config needs %s", what, field))
+	} else if err != nil {
+		errs = append(errs, fmt.Errorf("llm: %s %s does not parse as a URL", what, field))
+	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("llm: %s %s %q is not an absolute http(s) URL", what, field, redact(base)))
+	}
+	if strings.TrimSpace(model) == "" {
+		errs = append(errs, fmt.Errorf("llm: %s config needs Model", what))
+	}
+	return errs
 }
 
 // Chat asks an OpenAI-compatible chat-completions endpoint

@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -60,17 +59,7 @@ func (c *OpenAIEmbedderConfig) setDefaults() {
 
 // Validate reports every problem with the configuration.
 func (c OpenAIEmbedderConfig) Validate() error {
-	var errs []error
-	if u, err := url.Parse(c.BaseURL); c.BaseURL == "" {
-		errs = append(errs, errors.New("llm: embeddings config needs BaseURL"))
-	} else if err != nil {
-		errs = append(errs, errors.New("llm: embeddings BaseURL does not parse as a URL"))
-	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("llm: embeddings BaseURL %q is not an absolute http(s) URL", redact(c.BaseURL)))
-	}
-	if strings.TrimSpace(c.Model) == "" {
-		errs = append(errs, errors.New("llm: embeddings config needs Model"))
-	}
+	errs := endpointProblems("embeddings", "BaseURL", c.BaseURL, c.Model)
 	if c.Dim < 0 {
 		errs = append(errs, fmt.Errorf("llm: embeddings Dim %d is negative", c.Dim))
 	}
