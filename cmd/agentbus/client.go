@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -101,9 +102,10 @@ func (c *client) submit(ctx context.Context, req gateway.SubmitRequest) (gateway
 // the connection drops, so no event is lost or repeated.
 func (c *client) follow(ctx context.Context, workflow string, from uint64, fn func(events.Frame) error) (events.Frame, error) {
 	var last events.Frame
+	var epoch string // the events stream's, from the first connected frame
 	notFoundUntil := time.Now().Add(10 * time.Second)
 	for attempt := 0; ; attempt++ {
-		done, err := c.followOnce(ctx, workflow, &from, func(f events.Frame) error { last = f; return fn(f) })
+		done, err := c.followOnce(ctx, workflow, &from, &epoch, func(f events.Frame) error { last = f; return fn(f) })
 		if done || ctx.Err() != nil {
 			return last, err
 		}
@@ -127,9 +129,15 @@ type notFound struct{ err error }
 func (n *notFound) Error() string { return n.err.Error() }
 
 // followOnce reads one SSE connection; done reports the terminal frame seen
-// (or an error that retrying cannot fix).
-func (c *client) followOnce(ctx context.Context, workflow string, from *uint64, fn func(events.Frame) error) (done bool, err error) {
+// (or an error that retrying cannot fix). from moves with each frame's id:
+// an event's offset, or a reset's resume point; epoch is the stream's, sent
+// back on a reconnect so that a recreated stream answers with a reset
+// rather than with offsets that mean something else there.
+func (c *client) followOnce(ctx context.Context, workflow string, from *uint64, epoch *string, fn func(events.Frame) error) (done bool, err error) {
 	path := "/v1/workflows/" + workflow + "/events?from=" + strconv.FormatUint(*from, 10)
+	if *epoch != "" {
+		path += "&epoch=" + url.QueryEscape(*epoch)
+	}
 	resp, err := c.do(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return false, err
@@ -152,17 +160,27 @@ func (c *client) followOnce(ctx context.Context, workflow string, from *uint64, 
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64*1024), 16<<20)
-	var event, data string
+	var event, data, id string
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
 		case line == "":
+			if event == "connected" && *epoch == "" {
+				var c struct {
+					Epoch string `json:"epoch"`
+				}
+				if json.Unmarshal([]byte(data), &c) == nil {
+					*epoch = c.Epoch
+				}
+			}
 			if event != "" && event != "connected" && data != "" {
 				var f events.Frame
 				if err := json.Unmarshal([]byte(data), &f); err != nil {
 					return true, fmt.Errorf("bad frame from the gateway: %w", err)
 				}
-				*from = f.Offset
+				if n, err := strconv.ParseUint(id, 10, 64); err == nil {
+					*from = n
+				}
 				if err := fn(f); err != nil {
 					return true, err
 				}
@@ -170,9 +188,11 @@ func (c *client) followOnce(ctx context.Context, workflow string, from *uint64, 
 					return true, nil
 				}
 			}
-			event, data = "", ""
+			event, data, id = "", "", ""
 		case strings.HasPrefix(line, "event: "):
 			event = line[len("event: "):]
+		case strings.HasPrefix(line, "id: "):
+			id = line[len("id: "):]
 		case strings.HasPrefix(line, "data: "):
 			data += line[len("data: "):]
 		}

@@ -31,6 +31,18 @@ func formatFrame(f events.Frame) string {
 		if e.Pointer != "" {
 			gist += " (at " + e.Pointer + ")"
 		}
+	case "reset":
+		var r struct {
+			Reason     string       `json:"reason"`
+			ResumeFrom uint64       `json:"resume_from"`
+			Status     events.State `json:"status"`
+		}
+		_ = json.Unmarshal(f.Data, &r)
+		why := "events after your offset may have expired"
+		if r.Reason == "epoch" {
+			why = "the event stream was recreated"
+		}
+		gist = fmt.Sprintf("%s; workflow is %s; continuing after offset %d", why, r.Status, r.ResumeFrom)
 	case "complete":
 		var c events.Complete
 		_ = json.Unmarshal(f.Data, &c)
