@@ -44,7 +44,10 @@ func (g *Gateway) feed(ctx context.Context, sub *subscriber, tenant, workflow, e
 			ended = true
 			return bus.ErrStop
 		}
-		if h != nil && h.join(sub) {
+		// Join only once caught up: a subscriber still working through a
+		// backlog keeps waiting for its client (never closed for being
+		// slow while it replays), which the hub does not do.
+		if h != nil && live && h.join(sub) {
 			joined = true
 			return bus.ErrStop
 		}
