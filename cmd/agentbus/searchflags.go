@@ -107,17 +107,30 @@ func journalPath(data, tenant string) string {
 }
 
 // indexSampleCorpus indexes the shipped sample corpus into tenant's index
-// if that index is empty, so that a first query has something to find. It
+// if that index is empty, so that a first query has something to find. A
+// marker file in dir (the data directory) records a start that did not
+// finish — serve stopped mid-way — and the next start indexes the corpus
+// again (chunks replace themselves by id) rather than keep half of it. It
 // reports what it did on w and log.
-func indexSampleCorpus(ctx context.Context, b retrieval.Backend, tenant string, log *slog.Logger, w io.Writer) error {
+func indexSampleCorpus(ctx context.Context, b retrieval.Backend, tenant, dir string, log *slog.Logger, w io.Writer) error {
+	marker := filepath.Join(dir, "sample-corpus."+tenant+".indexing")
+	_, err := os.Stat(marker)
+	interrupted := err == nil
 	n, err := b.Count(ctx, tenant)
 	if err != nil {
 		return fmt.Errorf("sample corpus: %w", err)
 	}
-	if n > 0 {
+	if n > 0 && !interrupted {
 		return nil
 	}
-	log.Info("empty index: indexing the sample corpus (Go standard library documentation) for tenant "+tenant, "backend", b.Name())
+	if err := os.WriteFile(marker, []byte("indexing the sample corpus; removed when done\n"), 0o644); err != nil {
+		return fmt.Errorf("sample corpus: %w", err)
+	}
+	why := "empty index"
+	if interrupted {
+		why = "the last indexing of the sample corpus did not finish"
+	}
+	log.Info(why+": indexing the sample corpus (Go standard library documentation) for tenant "+tenant, "backend", b.Name())
 	in, err := ingest.New(ingest.Config{Backend: b, Tenant: tenant})
 	if err != nil {
 		return err
@@ -128,6 +141,9 @@ func indexSampleCorpus(ctx context.Context, b retrieval.Backend, tenant string, 
 	}
 	if w != nil {
 		printProblems(w, sum)
+	}
+	if err := os.Remove(marker); err != nil {
+		return fmt.Errorf("sample corpus: %w", err)
 	}
 	log.Info("sample corpus indexed", "documents", sum.Documents, "chunks", sum.Chunks, "took", sum.Duration.Round(1e6))
 	return nil

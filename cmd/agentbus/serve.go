@@ -86,7 +86,7 @@ func (f serveFlags) agentDeps(ctx context.Context, b *bus.Bus, log *slog.Logger)
 			return nil, err
 		}
 		if f.sampleCorpus {
-			if err := indexSampleCorpus(ctx, be, gateway.DefaultTenant, log, os.Stderr); err != nil {
+			if err := indexSampleCorpus(ctx, be, gateway.DefaultTenant, f.data, log, os.Stderr); err != nil {
 				_ = be.Close()
 				return nil, err
 			}
