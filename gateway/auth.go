@@ -153,6 +153,9 @@ func (g *Gateway) wrap(h http.Handler) http.Handler {
 		route := routeOf(h, r)
 		rec := mw.metrics.track(w, route)
 		defer rec.done()
+		if g.cors(rec, r) {
+			return
+		}
 		r, ok := g.authenticate(rec, r, route)
 		if !ok {
 			return

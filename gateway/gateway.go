@@ -43,6 +43,9 @@ type Config struct {
 	WS   WSConfig
 	Auth AuthConfig
 	A2A  A2AConfig
+	// CORS lets pages on other origins call the API; its origins are also
+	// allowed to open WebSockets.
+	CORS CORSConfig
 }
 
 func (c *Config) setDefaults() {
@@ -64,6 +67,8 @@ func (c *Config) setDefaults() {
 	c.WS.setDefaults()
 	c.Auth.setDefaults()
 	c.A2A.setDefaults()
+	c.CORS.setDefaults()
+	c.WS.OriginPatterns = append(c.WS.OriginPatterns, c.CORS.wsOriginPatterns()...)
 }
 
 // Validate reports every problem with the configuration.
@@ -81,7 +86,7 @@ func (c Config) Validate() error {
 	if c.KeepAlive < time.Second {
 		errs = append(errs, fmt.Errorf("gateway: keepalive %s is below 1s", c.KeepAlive))
 	}
-	errs = append(errs, c.WS.Validate(), c.Auth.Validate(), c.A2A.Validate())
+	errs = append(errs, c.WS.Validate(), c.Auth.Validate(), c.A2A.Validate(), c.CORS.Validate())
 	return errors.Join(errs...)
 }
 

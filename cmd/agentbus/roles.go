@@ -92,7 +92,7 @@ func newGateway() *cobra.Command {
 			}
 			defer closeBus()
 			log, _ := newLogger(f.logLevel)
-			g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: addr, Logger: log, Auth: auth.config(), WS: ws.config()})
+			g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: addr, Logger: log, Auth: auth.config(), WS: ws.config(), CORS: ws.cors()})
 			if err != nil {
 				return &exitError{code: exitUsage, msg: err.Error()}
 			}

@@ -16,6 +16,7 @@ type wsFlags struct {
 	idleTimeout  time.Duration
 	writeDelay   time.Duration
 	hubLinger    time.Duration
+	corsOrigins  []string
 }
 
 func (f *wsFlags) register(cmd *cobra.Command) {
@@ -25,7 +26,10 @@ func (f *wsFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.idleTimeout, "ws-idle-timeout", 60*time.Second, "close a WebSocket (1008) after this long without a pong or a client frame")
 	fl.DurationVar(&f.writeDelay, "ws-write-delay", 0, "let frames gather this long before one write (fewer system calls with many fast subscribers; adds at most this latency)")
 	fl.DurationVar(&f.hubLinger, "ws-hub-linger", 10*time.Second, "keep following a workflow this long after its last live subscriber left")
+	fl.StringSliceVar(&f.corsOrigins, "cors-origins", nil, "origins whose pages may call the API and open WebSockets with a bearer token, e.g. https://app.example.com (* for any); unset: same origin only")
 }
+
+func (f *wsFlags) cors() gateway.CORSConfig { return gateway.CORSConfig{Origins: f.corsOrigins} }
 
 func (f *wsFlags) config() gateway.WSConfig {
 	return gateway.WSConfig{SendQueueBytes: f.sendQueue, PingInterval: f.pingInterval, IdleTimeout: f.idleTimeout,
