@@ -152,7 +152,6 @@ func (p *progressBar) done() {
 	}
 }
 
-
 // plural is "1 problem", "2 problems".
 func plural(n int, noun string) string {
 	if n == 1 {
