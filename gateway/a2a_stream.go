@@ -223,23 +223,37 @@ var errStreamEnded = errors.New("gateway: event stream ended early")
 
 // follow feeds a workflow's records after offset after to fn until fn
 // returns true or ctx ends; keepalive, if set, runs every KeepAlive
-// meanwhile.
+// meanwhile. It reads like the WebSocket and SSE streams do (feed): its own
+// ordered consumer while it replays, the workflow's hub once caught up; a
+// stream a whole send queue behind the live tail ends with errSlow (the
+// A2A client resubscribes).
 func (g *Gateway) follow(ctx context.Context, tenant, id string, after uint64, keepalive func(), fn func(bus.Record) bool) error {
-	recs := make(chan bus.Record, 64)
-	errc := make(chan error, 1)
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	epoch, err := g.bus.Epoch(ctx)
+	if err != nil {
+		return err
+	}
+	last, err := g.bus.LastOffset(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	q := newSendQueue(g.cfg.WS.SendQueueBytes, metricKindA2A)
+	sub := newSubscriber(q, after)
+	var joined *hub
+	var feedErr error
+	feeding := make(chan struct{})
 	go func() {
-		defer close(recs)
-		errc <- g.bus.Follow(fctx, tenant, id, after, func(ctx context.Context, rec bus.Record) error {
-			select {
-			case recs <- rec:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
+		defer close(feeding)
+		joined, feedErr = g.feed(ctx, sub, tenant, id, epoch, last <= after)
 	}()
+	defer func() {
+		cancel()
+		<-feeding
+		if joined != nil {
+			joined.release(sub)
+		}
+	}()
+	fed := feeding
 	var tick <-chan time.Time
 	if keepalive != nil {
 		t := time.NewTicker(g.cfg.KeepAlive)
@@ -247,21 +261,34 @@ func (g *Gateway) follow(ctx context.Context, tenant, id string, after uint64, k
 		tick = t.C
 	}
 	for {
+		for {
+			it, ok := q.head()
+			if !ok {
+				break
+			}
+			q.pop()
+			if it.rec != nil && fn(*it.rec) {
+				return nil
+			}
+			if it.end {
+				return nil
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-q.overflow:
+			return errSlow
+		case <-sub.failed:
+			return fmt.Errorf("%w: %s", errStreamEnded, id)
+		case <-fed:
+			if feedErr != nil {
+				return feedErr
+			}
+			fed = nil
 		case <-tick:
 			keepalive()
-		case rec, ok := <-recs:
-			if !ok {
-				if err := <-errc; err != nil {
-					return err
-				}
-				return fmt.Errorf("%w: %s", errStreamEnded, id)
-			}
-			if fn(rec) {
-				return nil
-			}
+		case <-q.ready:
 		}
 	}
 }

@@ -34,7 +34,7 @@ func (g *Gateway) feed(ctx context.Context, sub *subscriber, tenant, workflow, e
 	err = g.bus.Follow(ctx, tenant, workflow, sub.cursor, func(ctx context.Context, rec bus.Record) error {
 		f := events.NewFrame(rec.Envelope, rec.Offset, epoch)
 		end := f.Terminal()
-		it := wsItem{b: appendFrame(make([]byte, 0, 256+len(f.Data)), f), end: end, event: true, off: rec.Offset, typ: f.Type}
+		it := wsItem{b: appendFrame(make([]byte, 0, 256+len(f.Data)), f), end: end, event: true, off: rec.Offset, typ: f.Type, rec: &rec}
 		if err := g.enqueue(ctx, sub.q, it, !live, tenant, workflow); err != nil {
 			return err
 		}

@@ -229,7 +229,7 @@ func (h *hub) run(ctx context.Context, after uint64) {
 		f := events.NewFrame(rec.Envelope, rec.Offset, h.key.epoch)
 		end := f.Terminal()
 		h.broadcast(hubFrame{off: rec.Offset, it: wsItem{b: appendFrame(make([]byte, 0, 256+len(f.Data)), f),
-			end: end, event: true, off: rec.Offset, typ: f.Type}})
+			end: end, event: true, off: rec.Offset, typ: f.Type, rec: &rec}})
 		if end {
 			ended = true
 			return bus.ErrStop

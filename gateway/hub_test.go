@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/coder/websocket"
 
 	"github.com/agentbus/agentbus/bus/bustest"
@@ -150,5 +151,54 @@ func TestHubLingersThenStops(t *testing.T) {
 	}
 	if fmt.Sprint(offs) != fmt.Sprint([]uint64{second, last}) {
 		t.Fatalf("offsets %v, want [%d %d]", offs, second, last)
+	}
+}
+
+// TestHubServesA2AStreams: A2A streams (tasks/resubscribe) read through the
+// same hub as WebSocket subscribers: several of them on a running task are
+// one consumer on the events stream, and each still ends with the task's
+// final status.
+func TestHubServesA2AStreams(t *testing.T) {
+	s, c := startA2A(t)
+	ctx := ctxT(t)
+	res, err := c.SendMessage(ctx, nonBlocking(planMessage(sleepPlan(60_000))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*a2a.Task).ID
+	const streams = 3
+	var wg sync.WaitGroup
+	finals := make(chan a2a.TaskState, streams)
+	for range streams {
+		wg.Go(func() {
+			evs, err := drain(c.ResubscribeToTask(ctx, &a2a.TaskIDParams{ID: id}), nil)
+			if err != nil {
+				t.Errorf("resubscribe: %v after %s", err, describe(evs))
+				return
+			}
+			if last, ok := evs[len(evs)-1].(*a2a.TaskStatusUpdateEvent); ok && last.Final {
+				finals <- last.Status.State
+			}
+		})
+	}
+	// The streams (and the orchestrator's own readers, which are not
+	// event-stream consumers) leave one consumer: the hub's.
+	until(t, "A2A streams on the hub", func() bool {
+		return consumers(t, s) == 1 && s.metric(t, "agentbus_gateway_hubs") == 1
+	})
+	if _, err := c.CancelTask(ctx, &a2a.TaskIDParams{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(finals)
+	n := 0
+	for st := range finals {
+		if st != a2a.TaskStateCanceled {
+			t.Errorf("final state %s, want canceled", st)
+		}
+		n++
+	}
+	if n != streams {
+		t.Fatalf("%d streams ended with a final status, want %d", n, streams)
 	}
 }

@@ -17,6 +17,9 @@ import (
 const (
 	metricKindSSE = "sse"
 	metricKindWS  = "ws"
+	// metricKindA2A counts A2A streams' slow closes (their connections
+	// and frames are counted as sse).
+	metricKindA2A = "a2a"
 )
 
 // metrics are one gateway's Prometheus metrics, served at GET /metrics from

@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"sync"
+
+	"github.com/agentbus/agentbus/bus"
 )
 
 // wsItem is one encoded frame (JSON, as a WebSocket message; an SSE
@@ -15,6 +17,9 @@ type wsItem struct {
 	end, event bool
 	off        uint64
 	typ        string
+	// rec is the stored event itself, for streams that render records
+	// rather than frames (A2A); nil for gateway frames.
+	rec *bus.Record
 }
 
 // sendQueue is a connection's frames not yet written to its socket,
