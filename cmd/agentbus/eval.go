@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentbus/agentbus/corpus"
-	"github.com/agentbus/agentbus/retrieval"
 	"github.com/agentbus/agentbus/retrieval/eval"
 	"github.com/agentbus/agentbus/retrieval/ingest"
 )
@@ -47,8 +47,9 @@ into it first.`,
 			defer b.Close()
 			ctx := cmd.Context()
 			if queriesPath == "" {
-				if err := ensureCorpus(cmd, b, f.tenant); err != nil {
-					return err
+				errw := cmd.ErrOrStderr()
+				if err := indexSampleCorpus(ctx, b, f.tenant, f.data, slog.New(slog.NewTextHandler(errw, nil)), errw); err != nil {
+					return &exitError{code: exitFailed, msg: err.Error()}
 				}
 			}
 			rep, err := eval.Run(ctx, eval.Config{Backend: b, Tenant: f.tenant, K: k, Profiles: profiles}, queries, qrels)
@@ -91,30 +92,6 @@ func loadLabels(queriesPath, qrelsPath string) ([]eval.Query, eval.Qrels, error)
 	}
 	qr, err := eval.LoadQrels(qrelsPath)
 	return qs, qr, err
-}
-
-// ensureCorpus indexes the shipped corpus into an empty tenant index.
-func ensureCorpus(cmd *cobra.Command, b retrieval.Backend, tenant string) error {
-	n, err := b.Count(cmd.Context(), tenant)
-	if err != nil {
-		return &exitError{code: exitFailed, msg: err.Error()}
-	}
-	if n > 0 {
-		return nil
-	}
-	errw := cmd.ErrOrStderr()
-	fmt.Fprintf(errw, "tenant %s has an empty index: indexing the shipped corpus (%s) first\n", tenant, corpus.DocumentsName)
-	in, err := ingest.New(ingest.Config{Backend: b, Tenant: tenant})
-	if err != nil {
-		return &exitError{code: exitUsage, msg: err.Error()}
-	}
-	sum, err := in.JSONL(cmd.Context(), corpus.DocumentsName, corpus.Documents())
-	if err != nil {
-		return &exitError{code: exitFailed, msg: "indexing the shipped corpus: " + err.Error()}
-	}
-	printProblems(errw, sum)
-	fmt.Fprintf(errw, "indexed %d documents (%d chunks) in %s\n", sum.Documents, sum.Chunks, sum.Duration.Round(1e6))
-	return nil
 }
 
 func printProblems(w io.Writer, s ingest.Summary) {

@@ -123,6 +123,9 @@ func indexSampleCorpus(ctx context.Context, b retrieval.Backend, tenant, dir str
 	if n > 0 && !interrupted {
 		return nil
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("sample corpus: %w", err)
+	}
 	if err := os.WriteFile(marker, []byte("indexing the sample corpus; removed when done\n"), 0o644); err != nil {
 		return fmt.Errorf("sample corpus: %w", err)
 	}
@@ -130,7 +133,7 @@ func indexSampleCorpus(ctx context.Context, b retrieval.Backend, tenant, dir str
 	if interrupted {
 		why = "the last indexing of the sample corpus did not finish"
 	}
-	log.Info(why+": indexing the sample corpus (Go standard library documentation) for tenant "+tenant, "backend", b.Name())
+	log.Info(why+": indexing the shipped corpus ("+corpus.DocumentsName+", Go standard library documentation) for tenant "+tenant, "backend", b.Name())
 	in, err := ingest.New(ingest.Config{Backend: b, Tenant: tenant})
 	if err != nil {
 		return err
