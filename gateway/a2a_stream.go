@@ -239,21 +239,9 @@ func (g *Gateway) follow(ctx context.Context, tenant, id string, after uint64, k
 	ctx, cancel := context.WithCancel(ctx)
 	q := newSendQueue(g.cfg.WS.SendQueueBytes, metricKindA2A)
 	sub := newSubscriber(q, after)
-	var joined *hub
-	var feedErr error
-	feeding := make(chan struct{})
-	go func() {
-		defer close(feeding)
-		joined, feedErr = g.feed(ctx, sub, tenant, id, epoch, last <= after)
-	}()
-	defer func() {
-		cancel()
-		<-feeding
-		if joined != nil {
-			joined.release(sub)
-		}
-	}()
-	fed := feeding
+	f := g.startFeed(ctx, sub, tenant, id, epoch, last <= after)
+	defer func() { cancel(); f.stop() }()
+	fed := f.done
 	var tick <-chan time.Time
 	if keepalive != nil {
 		t := time.NewTicker(g.cfg.KeepAlive)
@@ -282,8 +270,8 @@ func (g *Gateway) follow(ctx context.Context, tenant, id string, after uint64, k
 		case <-sub.failed:
 			return fmt.Errorf("%w: %s", errStreamEnded, id)
 		case <-fed:
-			if feedErr != nil {
-				return feedErr
+			if f.err != nil {
+				return f.err
 			}
 			fed = nil
 		case <-tick:

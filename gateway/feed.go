@@ -69,6 +69,34 @@ func (g *Gateway) feed(ctx context.Context, sub *subscriber, tenant, workflow, e
 	return h, err
 }
 
+// feeder runs feed for one stream in a goroutine of its own.
+type feeder struct {
+	sub *subscriber
+	// done is closed when feed returned; then hub and err are set.
+	done chan struct{}
+	hub  *hub
+	err  error
+}
+
+// startFeed starts feeding sub (see feed). The stream must call stop once
+// the feeder's ctx has ended.
+func (g *Gateway) startFeed(ctx context.Context, sub *subscriber, tenant, workflow, epoch string, live bool) *feeder {
+	f := &feeder{sub: sub, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		f.hub, f.err = g.feed(ctx, sub, tenant, workflow, epoch, live)
+	}()
+	return f
+}
+
+// stop waits for the feeder and gives up the hub the subscriber joined.
+func (f *feeder) stop() {
+	<-f.done
+	if f.hub != nil {
+		f.hub.release(f.sub)
+	}
+}
+
 // enqueue queues one frame, waiting for room if wait, else overflowing the
 // queue (counted and logged here). errSlow means the client is too far
 // behind and is being closed: the frame was not queued, nor will any later

@@ -89,21 +89,9 @@ func (g *Gateway) pumpSSE(ctx context.Context, w http.ResponseWriter, flusher ht
 	ctx, cancel := context.WithCancel(ctx)
 	q := newSendQueue(g.cfg.WS.SendQueueBytes, metricKindSSE)
 	sub := newSubscriber(q, st.After)
-	var joined *hub
-	var feedErr error
-	feeding := make(chan struct{}) // closed when the feeder returned
-	go func() {
-		defer close(feeding)
-		joined, feedErr = g.feed(ctx, sub, tenant, id, st.Epoch, st.Last.Offset <= st.After)
-	}()
-	defer func() {
-		cancel()
-		<-feeding
-		if joined != nil {
-			joined.release(sub)
-		}
-	}()
-	fed := feeding
+	f := g.startFeed(ctx, sub, tenant, id, st.Epoch, st.Last.Offset <= st.After)
+	defer func() { cancel(); f.stop() }()
+	fed := f.done
 	sent := g.stats().framesSent.WithLabelValues(metricKindSSE)
 	tick := time.NewTicker(g.cfg.KeepAlive)
 	defer tick.Stop()
@@ -134,8 +122,8 @@ func (g *Gateway) pumpSSE(ctx context.Context, w http.ResponseWriter, flusher ht
 		case <-sub.failed:
 			return
 		case <-fed:
-			if feedErr != nil {
-				g.log.Warn("sse event stream failed", "tenant", tenant, "workflow", id, "err", feedErr)
+			if f.err != nil {
+				g.log.Warn("sse event stream failed", "tenant", tenant, "workflow", id, "err", f.err)
 				return
 			}
 			fed = nil

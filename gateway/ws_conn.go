@@ -31,9 +31,6 @@ type wsConn struct {
 	tenant, workflow, epoch string
 	q                       *sendQueue
 	sub                     *subscriber
-	// joined is the hub feeding the subscriber, once it joined; set by the
-	// feeder before it ends.
-	joined *hub
 	// mayControl is false for a viewer: its control frames are refused.
 	mayControl bool
 	// sent counts event frames written (frames_sent_total{kind="ws"}).
@@ -55,12 +52,13 @@ func (wc *wsConn) touch() { wc.last.Store(time.Now().UnixNano()) }
 func (wc *wsConn) serve(ctx context.Context, st streamStart) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	var f *feeder
 	defer func() {
 		cancel()
 		_ = wc.c.CloseNow()
 		wg.Wait()
-		if wc.joined != nil {
-			wc.joined.release(wc.sub)
+		if f != nil {
+			f.stop()
 		}
 	}()
 	wc.touch()
@@ -74,22 +72,17 @@ func (wc *wsConn) serve(ctx context.Context, st streamStart) {
 	for i, f := range opening {
 		_ = wc.send(ctx, f, st.Done && i == len(opening)-1, true)
 	}
-	followDone := make(chan error, 1)
 	wc.sub = newSubscriber(wc.q, st.After)
+	var fed <-chan struct{} // nil: nothing follows the opening frames
 	if !st.Done {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			h, err := wc.g.feed(ctx, wc.sub, wc.tenant, wc.workflow, wc.epoch, st.Last.Offset <= st.After)
-			wc.joined = h // the hub feeds the queue until the connection ends
-			followDone <- err
-		}()
+		f = wc.g.startFeed(ctx, wc.sub, wc.tenant, wc.workflow, wc.epoch, st.Last.Offset <= st.After)
+		fed = f.done
 	}
 	readDone := make(chan error, 1)
 	wg.Add(1)
 	go func() { defer wg.Done(); readDone <- wc.read(ctx) }()
 
-	code, reason := wc.pump(ctx, followDone, readDone, &wg)
+	code, reason := wc.pump(ctx, f, fed, readDone, &wg)
 	if code < 0 {
 		return // the client is gone; CloseNow above
 	}
@@ -102,7 +95,7 @@ func (wc *wsConn) serve(ctx context.Context, st streamStart) {
 // pump writes queued frames in order and watches everything that ends the
 // connection. It returns the close code and reason, or -1 if the client is
 // gone.
-func (wc *wsConn) pump(ctx context.Context, followDone, readDone <-chan error, wg *sync.WaitGroup) (websocket.StatusCode, string) {
+func (wc *wsConn) pump(ctx context.Context, f *feeder, fed <-chan struct{}, readDone <-chan error, wg *sync.WaitGroup) (websocket.StatusCode, string) {
 	const goingAway, slow = "gateway shutting down; resume from your last offset", "slow consumer, resume from your last offset"
 	cfg := wc.g.cfg.WS
 	tick := time.NewTicker(cfg.PingInterval)
@@ -173,10 +166,10 @@ func (wc *wsConn) pump(ctx context.Context, followDone, readDone <-chan error, w
 			return CloseSlowConsumer, slow
 		case <-wc.sub.failed:
 			return websocket.StatusInternalError, "event stream failed; resume from your last offset"
-		case err := <-followDone:
-			followDone = nil // ended after the terminal event, or failed
-			if err != nil {
-				wc.g.log.Warn("websocket event stream failed", "tenant", wc.tenant, "workflow", wc.workflow, "err", err)
+		case <-fed:
+			fed = nil // the terminal event is queued, the hub took over, or the stream failed
+			if f.err != nil {
+				wc.g.log.Warn("websocket event stream failed", "tenant", wc.tenant, "workflow", wc.workflow, "err", f.err)
 				return websocket.StatusInternalError, "event stream failed; resume from your last offset"
 			}
 		case <-readDone:
