@@ -58,12 +58,6 @@ type Config struct {
 	LLM agentkit.Completer
 }
 
-func (c *Config) setDefaults() {}
-
-// Validate reports every problem with the configuration; there are none
-// today, it exists so that every agent's Config reads the same.
-func (c Config) Validate() error { return nil }
-
 // Agent rewrites and expands queries. It is safe for concurrent use.
 type Agent struct {
 	cfg Config
@@ -71,12 +65,9 @@ type Agent struct {
 
 var _ agents.Agent = (*Agent)(nil)
 
-// New makes an Agent from cfg.
+// New makes an Agent from cfg; every Config is valid (the error is there
+// so that every built-in agent is made the same way).
 func New(cfg Config) (*Agent, error) {
-	cfg.setDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	return &Agent{cfg: cfg}, nil
 }
 
