@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,7 +69,7 @@ func (c *Config) setDefaults() {
 	c.Auth.setDefaults()
 	c.A2A.setDefaults()
 	c.CORS.setDefaults()
-	c.WS.OriginPatterns = append(c.WS.OriginPatterns, c.CORS.wsOriginPatterns()...)
+	c.WS.OriginPatterns = slices.Concat(c.WS.OriginPatterns, c.CORS.wsOriginPatterns()) // never into the caller's array
 }
 
 // Validate reports every problem with the configuration.

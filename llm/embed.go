@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"unicode"
+
+	"github.com/viterin/vek/vek32"
 )
 
 // Embedder turns texts into vectors of a fixed dimension.
@@ -106,22 +108,23 @@ func Tokenize(text string) []string {
 	return out
 }
 
-// Cosine returns the cosine similarity of two vectors of equal length (the
-// dot product, for normalised vectors); 0 if the lengths differ.
+// Cosine returns the cosine similarity of two vectors of equal length,
+// with vek's SIMD kernels (exact search over thousands of chunks spends its
+// time here); 0 if the lengths differ or either vector is zero.
 func Cosine(a, b []float32) float64 {
-	if len(a) != len(b) {
+	if len(a) != len(b) || len(a) == 0 || zero(a) || zero(b) {
 		return 0
 	}
-	var dot, na, nb float64
-	for i := range a {
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
+	return float64(vek32.CosineSimilarity(a, b))
+}
+
+func zero(v []float32) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
 	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(na*nb)
+	return true
 }
 
 func itoa(n int) string {

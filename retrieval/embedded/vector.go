@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/coder/hnsw"
-	"github.com/viterin/vek/vek32"
 
+	"github.com/agentbus/agentbus/llm"
 	"github.com/agentbus/agentbus/retrieval"
 )
 
@@ -190,7 +190,7 @@ func (t *tenant) searchVector(qv []float32, q retrieval.Query) ([]retrieval.Hit,
 		var hits []retrieval.Hit
 		for _, node := range t.graph.Search(qv, min(fetch, n)) {
 			if r, ok := t.live(node.Key); ok && keep(r) {
-				hits = append(hits, r.hit(cosine(qv, r.Vector)))
+				hits = append(hits, r.hit(llm.Cosine(qv, r.Vector)))
 			}
 		}
 		if len(hits) >= k {
@@ -215,7 +215,7 @@ func (t *tenant) exact(qv []float32, k int, keep func(record) bool) []retrieval.
 		if r.VecKey == "" || !keep(r) { // no key: a zero vector
 			continue
 		}
-		c := scored{cosine(qv, r.Vector), id}
+		c := scored{llm.Cosine(qv, r.Vector), id}
 		if len(top) == k && !worse(top[k-1], c) {
 			continue
 		}
@@ -243,14 +243,4 @@ func best(hits []retrieval.Hit, k int) []retrieval.Hit {
 		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.ID, b.ID))
 	})
 	return hits[:min(len(hits), k)]
-}
-
-// cosine is the cosine similarity of two vectors of one dimension, with
-// vek's SIMD kernels (what coder/hnsw itself uses); 0 when either is zero.
-// Exact search spends its time here.
-func cosine(a, b []float32) float64 {
-	if len(a) != len(b) || len(a) == 0 || zero(a) || zero(b) {
-		return 0
-	}
-	return float64(vek32.CosineSimilarity(a, b))
 }
