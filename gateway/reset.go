@@ -113,6 +113,33 @@ func (g *Gateway) resolveStart(ctx context.Context, tenant, workflow string, fro
 	return st, nil
 }
 
+// requestStart reads a stream request's cursor — ?from= or Last-Event-ID,
+// and ?epoch= — and resolves where the stream starts (resolveStart) for
+// the tenant's workflow {id}. A bad cursor (400), an unknown workflow (404)
+// or an unreachable stream (503) is answered here, and ok is false.
+func (g *Gateway) requestStart(w http.ResponseWriter, r *http.Request, tenant string) (st streamStart, ok bool) {
+	from, err := startOffset(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: err.Error()})
+		return st, false
+	}
+	clientEpoch := r.URL.Query().Get("epoch")
+	if len(clientEpoch) > 256 {
+		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: "query parameter epoch: longer than 256 bytes"})
+		return st, false
+	}
+	cp, ok := g.checkpoint(w, r, tenant)
+	if !ok {
+		return st, false
+	}
+	st, err = g.resolveStart(r.Context(), tenant, r.PathValue("id"), from, clientEpoch, cp)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
+		return st, false
+	}
+	return st, true
+}
+
 // resetData is a reset frame's data: the checkpoint as GET state shows it
 // (without the outbox) plus reason, epoch and resume_from.
 func resetData(cp map[string]json.RawMessage, reason, epoch string, resumeFrom uint64) (json.RawMessage, error) {

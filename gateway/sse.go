@@ -35,31 +35,16 @@ func (g *Gateway) sse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	from, err := startOffset(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: err.Error()})
-		return
-	}
-	clientEpoch := r.URL.Query().Get("epoch")
-	if len(clientEpoch) > 256 {
-		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: "query parameter epoch: longer than 256 bytes"})
-		return
-	}
-	cp, ok := g.checkpoint(w, r, tenant)
-	if !ok {
-		return
-	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		writeError(w, http.StatusInternalServerError, apiError{Code: "internal", Message: "streaming unsupported"})
 		return
 	}
-	ctx := r.Context()
-	st, err := g.resolveStart(ctx, tenant, id, from, clientEpoch, cp)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
+	st, ok := g.requestStart(w, r, tenant)
+	if !ok {
 		return
 	}
+	ctx := r.Context()
 	if st.Done && st.Reset == nil {
 		w.WriteHeader(http.StatusNoContent)
 		return

@@ -139,26 +139,11 @@ func (g *Gateway) ws(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	from, err := startOffset(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: err.Error()})
-		return
-	}
-	clientEpoch := r.URL.Query().Get("epoch")
-	if len(clientEpoch) > 256 {
-		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: "query parameter epoch: longer than 256 bytes"})
-		return
-	}
-	cp, ok := g.checkpoint(w, r, tenant)
+	st, ok := g.requestStart(w, r, tenant)
 	if !ok {
 		return
 	}
 	id := r.PathValue("id")
-	st, err := g.resolveStart(r.Context(), tenant, id, from, clientEpoch, cp)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
-		return
-	}
 	cw := &corkWriter{ResponseWriter: w}
 	c, err := websocket.Accept(cw, r, &websocket.AcceptOptions{Subprotocols: []string{WSSubprotocol}, OriginPatterns: g.cfg.WS.OriginPatterns})
 	if err != nil || cw.conn == nil {
