@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"regexp"
 	"slices"
@@ -22,23 +21,8 @@ func TestAskAnswersFromTheSampleCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("indexes the whole sample corpus")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	readyc := make(chan readyInfo, 1)
-	errc := make(chan error, 1)
-	go func() {
-		errc <- serve(ctx, serveFlags{data: t.TempDir(), natsAddr: "127.0.0.1:-1", httpAddr: "127.0.0.1:0", logLevel: "error",
-			eventsMaxAge: time.Hour, sampleCorpus: true}, func(i readyInfo) { readyc <- i })
-	}()
-	t.Cleanup(func() { cancel(); <-errc })
-	var info readyInfo
-	select {
-	case info = <-readyc:
-	case err := <-errc:
-		t.Fatalf("serve exited before ready: %v", err)
-	case <-time.After(5 * time.Minute): // indexing 6,000 chunks under -race
-		t.Fatal("serve not ready within 5 minutes")
-	}
+	// Indexing 6,000 chunks under -race takes a while.
+	info := startServeWith(t, serveFlags{data: t.TempDir(), eventsMaxAge: time.Hour, sampleCorpus: true}, 5*time.Minute).info
 
 	const question = "Compare how net/url parses a URL query string with how net/http reads form values, and explain in detail"
 	code, out, stderr := cli(t, "ask", "--url", info.HTTPURL, "--json", question)

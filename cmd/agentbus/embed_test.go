@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -72,23 +71,8 @@ func TestEmbeddingsEndpoint(t *testing.T) {
 		t.Fatal("index embedded nothing through the endpoint")
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	readyc, errc := make(chan readyInfo, 1), make(chan error, 1)
-	go func() {
-		errc <- serve(ctx, serveFlags{data: dir, natsAddr: "127.0.0.1:-1", httpAddr: "127.0.0.1:0", logLevel: "error",
-			eventsMaxAge: time.Hour, search: backendFlags{backend: "embedded", embedURL: srv.URL + "/v1", embedModel: "test-embed"}},
-			func(i readyInfo) { readyc <- i })
-	}()
-	t.Cleanup(func() { cancel(); <-errc })
-	var info readyInfo
-	select {
-	case info = <-readyc:
-	case err := <-errc:
-		t.Fatalf("serve: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("serve not ready")
-	}
+	info := startServeWith(t, serveFlags{data: dir, eventsMaxAge: time.Hour,
+		search: backendFlags{backend: "embedded", embedURL: srv.URL + "/v1", embedModel: "test-embed"}}, time.Minute).info
 	code, out, stderr = cli(t, "ask", "--url", info.HTTPURL, "--json", "why do the tides rise twice a day?")
 	if code != exitCompleted || !strings.Contains(out, "test-embed at") || !strings.Contains(out, `"doc_id":"tides.md"`) {
 		t.Fatalf("ask: exit %d; want the search backend named after the endpoint and a citation of tides.md:\n%s%s", code, out, stderr)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -24,23 +23,8 @@ func TestServeWithAFailingLLM(t *testing.T) {
 	}))
 	t.Cleanup(llmSrv.Close)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	readyc, errc := make(chan readyInfo, 1), make(chan error, 1)
-	go func() {
-		f := serveFlags{data: t.TempDir(), natsAddr: "127.0.0.1:-1", httpAddr: "127.0.0.1:0", logLevel: "error",
-			eventsMaxAge: time.Hour, plan: planFlags{llmURL: llmSrv.URL + "/v1", llmModel: "test-model", llmTimeout: 5 * time.Second}}
-		errc <- serve(ctx, f, func(i readyInfo) { readyc <- i })
-	}()
-	t.Cleanup(func() { cancel(); <-errc })
-	var info readyInfo
-	select {
-	case info = <-readyc:
-	case err := <-errc:
-		t.Fatalf("serve: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("serve not ready")
-	}
+	info := startServeWith(t, serveFlags{data: t.TempDir(), eventsMaxAge: time.Hour,
+		plan: planFlags{llmURL: llmSrv.URL + "/v1", llmModel: "test-model", llmTimeout: 5 * time.Second}}, time.Minute).info
 	code, out, stderr := cli(t, "ask", "--url", info.HTTPURL, "what did Ada Lovelace write in 1843?")
 	if code != exitCompleted {
 		t.Fatalf("ask: exit %d: %s\n%s", code, stderr, out)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -25,13 +26,22 @@ type started struct {
 // startServe runs serve on dir with random ports and waits until it is ready.
 func startServe(t *testing.T, dir string) *started {
 	t.Helper()
+	return startServeWith(t, serveFlags{data: dir}, 20*time.Second)
+}
+
+// startServeWith runs serve with f — random ports, log level error and a
+// week's event retention where f leaves them unset — and waits up to
+// within for it to be ready.
+func startServeWith(t *testing.T, f serveFlags, within time.Duration) *started {
+	t.Helper()
+	f.natsAddr = cmp.Or(f.natsAddr, "127.0.0.1:-1")
+	f.httpAddr = cmp.Or(f.httpAddr, "127.0.0.1:0")
+	f.logLevel = cmp.Or(f.logLevel, "error")
+	f.eventsMaxAge = cmp.Or(f.eventsMaxAge, 7*24*time.Hour)
 	ctx, cancel := context.WithCancel(context.Background())
 	readyc := make(chan readyInfo, 1)
 	errc := make(chan error, 1)
-	go func() {
-		errc <- serve(ctx, serveFlags{data: dir, natsAddr: "127.0.0.1:-1", httpAddr: "127.0.0.1:0",
-			logLevel: "error", eventsMaxAge: 7 * 24 * time.Hour}, func(i readyInfo) { readyc <- i })
-	}()
+	go func() { errc <- serve(ctx, f, func(i readyInfo) { readyc <- i }) }()
 	var once sync.Once
 	var stopErr error
 	s := &started{stop: func() error {
@@ -43,8 +53,8 @@ func startServe(t *testing.T, dir string) *started {
 	case s.info = <-readyc:
 	case err := <-errc:
 		t.Fatalf("serve exited before ready: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve not ready within 20s")
+	case <-time.After(within):
+		t.Fatalf("serve not ready within %s", within)
 	}
 	return s
 }
