@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/sleep"
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/bus/bustest"
+	"github.com/agentbus/agentbus/gateway"
+	"github.com/agentbus/agentbus/orchestrator"
+)
+
+// deadline bounds every wait in these tests; nothing sleeps.
+const deadline = 60 * time.Second
+
+// stack is one test's embedded NATS server with a sleep worker and an
+// orchestrator, and a gateway that the test can stop and start again on
+// the same port, as an operator restarting it would.
+type stack struct {
+	t    *testing.T
+	env  *bustest.Env
+	addr string // 127.0.0.1:PORT, fixed across restarts
+	gw   struct {
+		cancel context.CancelFunc
+		done   chan error
+	}
+}
+
+func startStack(t *testing.T) *stack {
+	t.Helper()
+	env := bustest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	log := bustest.Logger(t)
+	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{sleep.Agent{}}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o, err := orchestrator.New(ctx, orchestrator.Config{Bus: env.Bus, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = w.Run(ctx) }()
+	go func() { defer wg.Done(); _ = o.Run(ctx) }()
+	s := &stack{t: t, env: env, addr: "127.0.0.1:0"}
+	s.startGateway()
+	t.Cleanup(s.stopGateway)
+	return s
+}
+
+// startGateway serves a gateway on s.addr; the first start picks the port
+// and later ones reuse it.
+func (s *stack) startGateway() {
+	s.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	g, err := gateway.New(ctx, gateway.Config{Bus: s.env.Bus, Addr: s.addr, Logger: bustest.Logger(s.t)})
+	if err != nil {
+		cancel()
+		s.t.Fatal(err)
+	}
+	addr, err := g.Listen()
+	if err != nil {
+		cancel()
+		s.t.Fatal(err)
+	}
+	s.addr = addr.String()
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	s.gw.cancel, s.gw.done = cancel, done
+}
+
+// stopGateway shuts the gateway down and waits until it has stopped, so
+// that its port is free; safe to call twice.
+func (s *stack) stopGateway() {
+	s.t.Helper()
+	if s.gw.cancel == nil {
+		return
+	}
+	s.gw.cancel()
+	if err := <-s.gw.done; err != nil {
+		s.t.Errorf("gateway run: %v", err)
+	}
+	s.gw.cancel = nil
+}
+
+// restartGateway stops the gateway and starts a new one on the same port.
+func (s *stack) restartGateway() {
+	s.t.Helper()
+	s.stopGateway()
+	s.startGateway()
+}
+
+func (s *stack) base() string { return "http://" + s.addr }
+
+// submitSleeps submits a workflow of n sleep steps of ms each, in a chain,
+// and returns its id.
+func (s *stack) submitSleeps(ctx context.Context, id string, n int, ms int) error {
+	var steps []map[string]any
+	for i := range n {
+		st := map[string]any{"id": fmt.Sprintf("s%d", i), "capability": sleep.Capability, "input": map[string]int{"ms": ms}}
+		if i > 0 {
+			st["depends_on"] = []string{fmt.Sprintf("s%d", i-1)}
+		}
+		steps = append(steps, st)
+	}
+	body, _ := json.Marshal(map[string]any{"workflow_id": id, "plan": map[string]any{"steps": steps}})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base()+"/v1/workflows", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		return fmt.Errorf("submit: %s: %s", resp.Status, b.String())
+	}
+	return nil
+}
+
+// event is one stored client event: its offset and short type.
+type event struct {
+	Offset uint64 `json:"offset"`
+	Type   string `json:"type"`
+}
+
+// stored reads the workflow's events straight from JetStream, up to its
+// terminal one: what every client must have received, exactly once.
+func (s *stack) stored(ctx context.Context, workflow string) ([]event, error) {
+	var out []event
+	err := s.env.Bus.Follow(ctx, gateway.DefaultTenant, workflow, 0, func(_ context.Context, r bus.Record) error {
+		out = append(out, event{Offset: r.Offset, Type: r.Envelope.Type.Short()})
+		if r.Envelope.Type.Terminal() {
+			return bus.ErrStop
+		}
+		return nil
+	})
+	return out, err
+}
