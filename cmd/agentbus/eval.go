@@ -40,6 +40,11 @@ into it first.`,
 			if err != nil {
 				return &exitError{code: exitUsage, msg: err.Error()}
 			}
+			release, err := lockData(f.data, "eval")
+			if err != nil {
+				return err
+			}
+			defer release()
 			b, err := f.open()
 			if err != nil {
 				return err

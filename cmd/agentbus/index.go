@@ -33,10 +33,15 @@ indexed and unchanged, and continues a JSONL file after its last finished line (
 
 Bad lines and unreadable files are reported with file:line and the reason, and the rest is
 indexed. Exit status: 0 when everything was indexed, 1 when some lines or files were not
-(the others were), 2 when interrupted (rerun to resume), 3 for bad flags or an unusable
-backend.`,
+(the others were), 2 when interrupted (rerun to resume), 3 for bad flags, an unusable
+backend or a data directory in use by another agentbus process.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			release, err := lockData(f.data, "index")
+			if err != nil {
+				return err
+			}
+			defer release()
 			b, err := f.open()
 			if err != nil {
 				return err

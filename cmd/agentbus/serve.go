@@ -105,6 +105,11 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 	if err != nil {
 		return err
 	}
+	release, err := lockData(f.data, "serve")
+	if err != nil {
+		return err
+	}
+	defer release()
 	srv, err := bus.StartServer(bus.ServerConfig{DataDir: f.data, Addr: f.natsAddr, ConfigFile: f.natsConfig})
 	if err != nil {
 		return &exitError{code: exitUsage, msg: err.Error()}
