@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/echo"
 	"github.com/agentbus/agentbus/agents/sleep"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
@@ -21,7 +22,7 @@ import (
 // deadline bounds every wait in these tests; nothing sleeps.
 const deadline = 60 * time.Second
 
-// stack is one test's embedded NATS server with a sleep worker and an
+// stack is one test's embedded NATS server with a sleep and echo worker and an
 // orchestrator, and a gateway that the test can stop and start again on
 // the same port, as an operator restarting it would.
 type stack struct {
@@ -41,7 +42,7 @@ func startStack(t *testing.T) *stack {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	log := bustest.Logger(t)
-	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{sleep.Agent{}}, Logger: log})
+	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{sleep.Agent{}, echo.Agent{}}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +109,12 @@ func (s *stack) base() string { return "http://" + s.addr }
 // submitSleeps submits a workflow of n sleep steps of ms each, in a chain,
 // and returns its id.
 func (s *stack) submitSleeps(ctx context.Context, id string, n int, ms int) error {
+	return s.submitSleepsAs(ctx, gateway.DefaultTenant, id, n, ms)
+}
+
+// submitSleepsAs is submitSleeps for a tenant (auth is off: the tenant
+// header names it).
+func (s *stack) submitSleepsAs(ctx context.Context, tenant, id string, n int, ms int) error {
 	var steps []map[string]any
 	for i := range n {
 		st := map[string]any{"id": fmt.Sprintf("s%d", i), "capability": sleep.Capability, "input": map[string]int{"ms": ms}}
@@ -122,6 +129,7 @@ func (s *stack) submitSleeps(ctx context.Context, id string, n int, ms int) erro
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(gateway.TenantHeader, tenant)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
