@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -18,6 +19,31 @@ import (
 // ErrServerNotReady is returned when the embedded server does not accept
 // connections within ServerConfig.ReadyTimeout.
 var ErrServerNotReady = errors.New("bus: embedded nats-server not ready")
+
+// ErrServerFailed is matched by StartServer's error when the embedded
+// server gave up starting (a listener it could not open, a JetStream store
+// it could not use); the message is the server's own.
+var ErrServerFailed = errors.New("bus: embedded nats-server failed to start")
+
+// ListenError is StartServer's error when the client address cannot be
+// bound, typically because another process listens there. errors.Is(err,
+// syscall.EADDRINUSE) holds for a taken port.
+type ListenError struct {
+	Addr string
+	Err  error
+}
+
+// Error is "bus: nats listen 127.0.0.1:4222: address already in use".
+func (e *ListenError) Error() string {
+	cause := e.Err.Error()
+	var errno syscall.Errno
+	if errors.As(e.Err, &errno) {
+		cause = errno.Error()
+	}
+	return fmt.Sprintf("bus: nats listen %s: %s", e.Addr, cause)
+}
+
+func (e *ListenError) Unwrap() error { return e.Err }
 
 // ServerConfig configures the embedded nats-server. The zero value means
 // defaults: data under ./data, client port 127.0.0.1:4222.
@@ -34,6 +60,10 @@ type ServerConfig struct {
 	Name string
 	// ReadyTimeout bounds the wait for the server to accept connections.
 	ReadyTimeout time.Duration
+	// Logger receives the server's own log lines from the start (see
+	// LogTo); nil discards them. A fatal start-up error is returned by
+	// StartServer either way.
+	Logger *slog.Logger
 }
 
 func (c *ServerConfig) setDefaults() {
@@ -110,16 +140,57 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		opts.ServerName = cfg.Name
 	}
 	opts.NoSigs = true // the host process owns signals
+	if p > 0 {
+		// Say at once that the port is taken, rather than wait for the
+		// server's accept loop to fail and ReadyTimeout to pass.
+		if err := probeListen(cfg.Addr); err != nil {
+			return nil, err
+		}
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("bus: nats-server: %w", err)
 	}
+	log := &startLogger{fatal: make(chan string, 1)}
+	if cfg.Logger != nil {
+		log.serverLogger = serverLogger{cfg.Logger}
+	}
+	ns.SetLoggerV2(log, false, false, false)
 	go ns.Start()
-	if !ns.ReadyForConnections(cfg.ReadyTimeout) {
+	if err := awaitReady(ns, log.fatal, cfg.ReadyTimeout); err != nil {
 		ns.Shutdown()
-		return nil, fmt.Errorf("%w within %s on %s", ErrServerNotReady, cfg.ReadyTimeout, cfg.Addr)
+		return nil, fmt.Errorf("%w (nats address %s)", err, cfg.Addr)
 	}
 	return &Server{ns: ns, cfg: cfg, dir: dir}, nil
+}
+
+// probeListen binds addr and lets it go, so that a taken port is reported
+// as such before the server starts.
+func probeListen(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return &ListenError{Addr: addr, Err: err}
+	}
+	return l.Close()
+}
+
+// awaitReady waits until ns accepts connections, reports a fatal error at
+// once, or gives up after timeout.
+func awaitReady(ns *server.Server, fatal <-chan string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		select {
+		case msg := <-fatal:
+			return fmt.Errorf("%w: %s", ErrServerFailed, msg)
+		default:
+		}
+		if ns.ReadyForConnections(50 * time.Millisecond) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w within %s", ErrServerNotReady, timeout)
+		}
+	}
 }
 
 // ClientURL is the nats:// URL clients connect to.
@@ -152,6 +223,50 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	})
 	return ctx.Err()
+}
+
+// startLogger is the server's logger until LogTo: it forwards to a
+// serverLogger when there is one and hands the first fatal message to
+// StartServer (the server logs it and stops starting, never exiting the
+// process: NoSigs and a custom logger).
+type startLogger struct {
+	serverLogger
+	fatal chan string
+}
+
+func (s *startLogger) Fatalf(f string, v ...any) {
+	msg := fmt.Sprintf(f, v...)
+	select {
+	case s.fatal <- msg:
+	default:
+	}
+	if s.l != nil {
+		s.l.Error(msg, "component", "nats")
+	}
+}
+
+func (s *startLogger) Noticef(f string, v ...any) {
+	if s.l != nil {
+		s.serverLogger.Noticef(f, v...)
+	}
+}
+
+func (s *startLogger) Warnf(f string, v ...any) {
+	if s.l != nil {
+		s.serverLogger.Warnf(f, v...)
+	}
+}
+
+func (s *startLogger) Errorf(f string, v ...any) {
+	if s.l != nil {
+		s.serverLogger.Errorf(f, v...)
+	}
+}
+
+func (s *startLogger) Debugf(f string, v ...any) {
+	if s.l != nil {
+		s.serverLogger.Debugf(f, v...)
+	}
 }
 
 type serverLogger struct{ l *slog.Logger }

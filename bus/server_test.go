@@ -6,7 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,16 +87,55 @@ func TestConnectRetriesUntilContextEnds(t *testing.T) {
 	}
 }
 
+// TestStartServerPortInUse: a taken client port is reported at once as
+// such, not after ReadyTimeout as "not ready".
 func TestStartServerPortInUse(t *testing.T) {
 	t.Parallel()
-	env := bustest.New(t)
-	addr := strings.TrimPrefix(env.URL, "nats://")
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), Addr: addr, ReadyTimeout: 500 * time.Millisecond})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	addr := l.Addr().String()
+	start := time.Now()
+	srv, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), Addr: addr, ReadyTimeout: time.Minute})
 	if err == nil {
 		_ = srv.Shutdown(context.Background())
 		t.Fatalf("StartServer on %s, already in use, succeeded", addr)
 	}
-	if !errors.Is(err, bus.ErrServerNotReady) || !strings.Contains(err.Error(), addr) {
-		t.Errorf("StartServer on a used port = %v, want ErrServerNotReady naming %s", err, addr)
+	var le *bus.ListenError
+	if !errors.As(err, &le) || !errors.Is(err, syscall.EADDRINUSE) || err.Error() != "bus: nats listen "+addr+": address already in use" {
+		t.Errorf("StartServer on a used port = %v, want a ListenError: address already in use", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %s to report the taken port", took)
+	}
+}
+
+// TestStartServerFatalAtOnce: a listener of the configuration file that
+// cannot be opened (here the monitoring port) fails the start with the
+// server's own message at once, not after ReadyTimeout.
+func TestStartServerFatalAtOnce(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(conf, []byte("http: \""+l.Addr().String()+"\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	srv, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), Addr: "127.0.0.1:-1", ConfigFile: conf, ReadyTimeout: time.Minute})
+	if err == nil {
+		_ = srv.Shutdown(context.Background())
+		t.Fatal("StartServer with a taken monitoring port succeeded")
+	}
+	if !errors.Is(err, bus.ErrServerFailed) || !strings.Contains(err.Error(), "monitor") {
+		t.Errorf("StartServer = %v, want ErrServerFailed with the server's message", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %s to report the failure", took)
 	}
 }

@@ -98,7 +98,7 @@ func newGateway() *cobra.Command {
 			}
 			bound, err := g.Listen()
 			if err != nil {
-				return &exitError{code: exitUsage, msg: err.Error()}
+				return httpListenFailed(addr, err)
 			}
 			log.Info("agentbus gateway ready", "nats", f.nats, "http", "http://"+bound.String())
 			return g.Run(ctx)

@@ -110,9 +110,12 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 		return err
 	}
 	defer release()
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: f.data, Addr: f.natsAddr, ConfigFile: f.natsConfig})
+	if err := probeHTTP(f.httpAddr); err != nil {
+		return err
+	}
+	srv, err := bus.StartServer(bus.ServerConfig{DataDir: f.data, Addr: f.natsAddr, ConfigFile: f.natsConfig, Logger: log})
 	if err != nil {
-		return &exitError{code: exitUsage, msg: err.Error()}
+		return serverStartFailed(err)
 	}
 	srv.LogTo(log)
 	defer func() {
@@ -160,7 +163,7 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 	}
 	addr, err := g.Listen()
 	if err != nil {
-		return &exitError{code: exitUsage, msg: err.Error()}
+		return httpListenFailed(f.httpAddr, err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

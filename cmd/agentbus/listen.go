@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/agentbus/agentbus/bus"
+)
+
+// probeHTTP binds the HTTP address and lets it go, so that serve says at
+// once that the port is taken instead of after opening the store and
+// indexing the sample corpus. Port 0 (random) is not probed.
+func probeHTTP(addr string) error {
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "0" {
+		return nil // gateway.New reports a bad address
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return listenFailed("http", "--http-addr", addr, err)
+	}
+	return l.Close()
+}
+
+// httpListenFailed is the gateway's Listen error as the user needs it.
+func httpListenFailed(addr string, err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return listenFailed("http", "--http-addr", addr, oe.Err)
+	}
+	return &exitError{code: exitUsage, msg: err.Error()}
+}
+
+// serverStartFailed turns StartServer's error into the message a user
+// needs: a taken NATS port named with the flag that moves it.
+func serverStartFailed(err error) error {
+	var le *bus.ListenError
+	if errors.As(err, &le) {
+		return listenFailed("nats", "--nats-addr", le.Addr, le.Err)
+	}
+	return &exitError{code: exitUsage, msg: err.Error()}
+}
+
+// listenFailed is "nats listen 127.0.0.1:4222: address already in use
+// (another agentbus serve or nats-server? choose another port with
+// --nats-addr)", exit status 3.
+func listenFailed(what, flag, addr string, err error) error {
+	cause := err.Error()
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		cause = errno.Error()
+	}
+	hint := ""
+	if errors.Is(err, syscall.EADDRINUSE) {
+		other := "another agentbus serve or gateway"
+		if what == "nats" {
+			other = "another agentbus serve or a nats-server"
+		}
+		hint = fmt.Sprintf(" (is %s running? choose another address with %s)", other, flag)
+	}
+	return &exitError{code: exitUsage, msg: fmt.Sprintf("%s listen %s: %s%s", what, addr, strings.TrimSpace(cause), hint)}
+}
