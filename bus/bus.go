@@ -31,8 +31,17 @@ type Bus struct {
 	log *slog.Logger
 }
 
+// ErrUnreachable is matched by Connect's error when no NATS server
+// answered before ctx ended.
+var ErrUnreachable = errors.New("bus: nats not reachable")
+
+// ErrAuthorization is matched by Connect's error when the server refused
+// the credentials; Connect does not retry it.
+var ErrAuthorization = nats.ErrAuthorization
+
 // Connect dials NATS and opens JetStream. It retries the initial connection
-// until ctx ends, so a process may start before its server.
+// until ctx ends, so a process may start before its server, and logs that
+// it does so at once and then every few seconds.
 func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 	if cfg.URL == "" && cfg.Server == nil {
 		return nil, errors.New("bus: config needs URL or Server")
@@ -70,18 +79,9 @@ func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 		opts = append(opts, nats.InProcessServer(cfg.Server.Internal()))
 		url = cfg.Server.ClientURL()
 	}
-	var nc *nats.Conn
-	for {
-		var err error
-		nc, err = nats.Connect(url, opts...)
-		if err == nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("bus: connect %s: %w", url, err)
-		case <-time.After(250 * time.Millisecond):
-		}
+	nc, err := dial(ctx, url, opts, log)
+	if err != nil {
+		return nil, err
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -89,6 +89,46 @@ func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
 	return &Bus{nc: nc, js: js, log: log}, nil
+}
+
+// retryLogEvery is how often Connect logs that it is still retrying.
+const retryLogEvery = 5 * time.Second
+
+// dial connects to url, retrying with backoff (250 ms doubling to 2 s)
+// until ctx ends; a refused authorization ends it at once.
+func dial(ctx context.Context, url string, opts []nats.Option, log *slog.Logger) (*nats.Conn, error) {
+	start := time.Now()
+	wait := 250 * time.Millisecond
+	var logged time.Time
+	for attempt := 1; ; attempt++ {
+		nc, err := nats.Connect(url, opts...)
+		if err == nil {
+			if attempt > 1 {
+				log.Info("nats connected", "url", nc.ConnectedUrl(), "attempts", attempt, "after", time.Since(start).Round(time.Millisecond))
+			}
+			return nc, nil
+		}
+		if errors.Is(err, nats.ErrAuthorization) {
+			return nil, fmt.Errorf("bus: connect %s: %w", url, err)
+		}
+		if errors.Is(err, nats.ErrNoServers) {
+			err = errors.New("no server answered (connection refused)")
+		}
+		if time.Since(logged) >= retryLogEvery {
+			logged = time.Now()
+			args := []any{"url", url, "attempt", attempt, "err", err}
+			if d, ok := ctx.Deadline(); ok {
+				args = append(args, "giving_up_in", time.Until(d).Round(time.Second))
+			}
+			log.Warn("nats not reachable; retrying", args...)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w at %s after %d attempts in %s: %w", ErrUnreachable, url, attempt, time.Since(start).Round(time.Millisecond), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // Conn returns the underlying connection, for cmd/ wiring and tests.
