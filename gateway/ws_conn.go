@@ -78,9 +78,15 @@ func (wc *wsConn) serve(ctx context.Context, st streamStart) {
 		f = wc.g.startFeed(ctx, wc.sub, wc.tenant, wc.workflow, wc.epoch, st.Last.Offset <= st.After)
 		fed = f.done
 	}
+	// The reader's context outlives ctx: a Read whose context ends drops
+	// the connection at once (coder/websocket), which would race the 1001
+	// close that a shutting-down gateway owes its clients. It ends when
+	// serve returns, after the close handshake.
+	rctx, stopRead := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRead()
 	readDone := make(chan error, 1)
 	wg.Add(1)
-	go func() { defer wg.Done(); readDone <- wc.read(ctx) }()
+	go func() { defer wg.Done(); readDone <- wc.read(rctx) }()
 
 	code, reason := wc.pump(ctx, f, fed, readDone, &wg)
 	if code < 0 {

@@ -42,7 +42,9 @@ func startStack(t *testing.T) *stack {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	log := bustest.Logger(t)
-	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{sleep.Agent{}, echo.Agent{}}, Logger: log})
+	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{sleep.Agent{}, echo.Agent{}}, Logger: log,
+		// A test that ends with a step still sleeping hands it back at once.
+		ShutdownGrace: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
