@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,36 +12,32 @@ import (
 	"github.com/agentbus/agentbus/orchestrator"
 )
 
-// connectFlags are the flags of the roles that join an external NATS.
+// connectFlags are the flags of the roles that join an external NATS and
+// provision the streams (orchestrator, gateway).
 type connectFlags struct {
-	nats, logLevel string
-	eventsMaxAge   time.Duration
+	natsFlags
+	eventsMaxAge time.Duration
 }
 
 func (f *connectFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.nats, "nats", "nats://127.0.0.1:4222", "NATS server URL(s), comma-separated")
-	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.natsFlags.register(cmd)
 	cmd.Flags().DurationVar(&f.eventsMaxAge, "events-max-age", 7*24*time.Hour, "retention of workflow events (when this process provisions the streams)")
 }
 
 // connect dials NATS and provisions the streams and buckets (idempotent;
 // an incompatible existing one is reported, never changed).
-func (f *connectFlags) connect(ctx context.Context, name string) (*bus.Bus, func(), error) {
-	log, err := newLogger(f.logLevel)
+func (f *connectFlags) connect(ctx context.Context, name string, log *slog.Logger) (*bus.Bus, error) {
+	b, err := f.dial(ctx, name, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	b, err := bus.Connect(cctx, bus.Config{URL: f.nats, Name: name, Logger: log})
-	if err != nil {
-		return nil, nil, &exitError{code: exitUsage, msg: err.Error()}
-	}
-	if err := b.Provision(cctx, bus.StreamsConfig{EventsMaxAge: f.eventsMaxAge}); err != nil {
+	if err := b.Provision(pctx, bus.StreamsConfig{EventsMaxAge: f.eventsMaxAge}); err != nil {
 		b.Close()
-		return nil, nil, &exitError{code: exitUsage, msg: err.Error()}
+		return nil, &exitError{code: exitUsage, msg: err.Error()}
 	}
-	return b, b.Close, nil
+	return b, nil
 }
 
 func newOrchestrator() *cobra.Command {
@@ -52,12 +49,15 @@ func newOrchestrator() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			b, closeBus, err := f.connect(ctx, "agentbus-orchestrator")
+			log, err := f.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			defer closeBus()
-			log, _ := newLogger(f.logLevel)
+			b, err := f.connect(ctx, "agentbus-orchestrator", log)
+			if err != nil {
+				return stoppedIsClean(err)
+			}
+			defer b.Close()
 			cfg, err := pf.config(b, log)
 			if err != nil {
 				return err
@@ -86,12 +86,15 @@ func newGateway() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			b, closeBus, err := f.connect(ctx, "agentbus-gateway")
+			log, err := f.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			defer closeBus()
-			log, _ := newLogger(f.logLevel)
+			b, err := f.connect(ctx, "agentbus-gateway", log)
+			if err != nil {
+				return stoppedIsClean(err)
+			}
+			defer b.Close()
 			g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: addr, Logger: log, Auth: auth.config(), WS: ws.config(), CORS: ws.cors()})
 			if err != nil {
 				return &exitError{code: exitUsage, msg: err.Error()}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -27,6 +28,8 @@ type serveFlags struct {
 	search                                         backendFlags
 	// sampleCorpus indexes the shipped corpus into an empty default index.
 	sampleCorpus bool
+	// logOut receives the log; nil is os.Stderr.
+	logOut io.Writer
 }
 
 func newServe() *cobra.Command {
@@ -36,6 +39,7 @@ func newServe() *cobra.Command {
 		Short: "Run everything in one process: embedded NATS, orchestrator, built-in agents, HTTP gateway",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.logOut = cmd.ErrOrStderr()
 			return serve(cmd.Context(), f, nil)
 		},
 	}
@@ -55,12 +59,16 @@ func newServe() *cobra.Command {
 	return cmd
 }
 
-func newLogger(level string) (*slog.Logger, error) {
+// newLogger logs text lines at level and above to w (os.Stderr if nil).
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, &exitError{code: exitUsage, msg: fmt.Sprintf("--log-level %q: want debug, info, warn or error", level)}
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+	if w == nil {
+		w = os.Stderr
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
 // readyInfo says where a started serve listens; tests receive it.
@@ -101,7 +109,7 @@ func (f serveFlags) agentDeps(ctx context.Context, b *bus.Bus, log *slog.Logger)
 // every part is listening.
 func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 	start := time.Now()
-	log, err := newLogger(f.logLevel)
+	log, err := newLogger(f.logOut, f.logLevel)
 	if err != nil {
 		return err
 	}
