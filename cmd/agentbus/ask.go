@@ -109,10 +109,12 @@ func newWatch() *cobra.Command {
 		Use:   "watch [flags] WORKFLOW_ID",
 		Short: "Print a workflow's events after an offset and follow it to the end",
 		Long: "Print a workflow's events after an offset (exclusive; 0 = from the first) and follow it to the end.\n" +
-			"Exit status: 0 completed, 1 failed, 2 canceled, 3 usage or connection error.",
+			"Exit status: 0 completed, 1 failed, 2 canceled, 3 usage or connection error or an unknown workflow.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return followAndPrint(cmd, newClientFor(f), f, args[0], from)
+			c := newClientFor(f)
+			c.notFoundGrace = 0 // an unknown id is reported at once
+			return followAndPrint(cmd, c, f, args[0], from)
 		},
 	}
 	f.register(cmd)
@@ -133,6 +135,10 @@ func followAndPrint(cmd *cobra.Command, c *client, f clientFlags, workflow strin
 		_, err := fmt.Fprintln(out, formatFrame(fr))
 		return err
 	})
+	var nf *notFound
+	if errors.As(err, &nf) {
+		return &exitError{code: exitUsage, msg: fmt.Sprintf("workflow %s: %v (tenant %s at %s)", workflow, err, c.tenant, c.base)}
+	}
 	if err != nil {
 		return &exitError{code: exitUsage, msg: err.Error()}
 	}

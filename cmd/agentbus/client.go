@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,10 +25,15 @@ type client struct {
 	tenant string
 	token  string
 	http   *http.Client
+	// notFoundGrace is how long follow keeps asking about a workflow the
+	// gateway does not know: a just-submitted one has no checkpoint until
+	// an orchestrator takes it (ask), while an id given by hand that is
+	// unknown is an answer to report at once (watch: 0).
+	notFoundGrace time.Duration
 }
 
 func newClient(base, tenant string) *client {
-	return &client{base: strings.TrimRight(base, "/"), tenant: tenant, http: &http.Client{}}
+	return &client{base: strings.TrimRight(base, "/"), tenant: tenant, http: &http.Client{}, notFoundGrace: 10 * time.Second}
 }
 
 // newClientFor builds a client from the common client flags.
@@ -67,6 +73,9 @@ func apiErr(resp *http.Response) error {
 		} `json:"error"`
 	}
 	if json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
+		if msg := errorsList(body); msg != "" {
+			return fmt.Errorf("%s: %s", resp.Status, msg)
+		}
 		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
 	if len(e.Error.Problems) == 0 {
@@ -78,6 +87,30 @@ func apiErr(resp *http.Response) error {
 		fmt.Fprintf(&b, "\n  %s: %s", p.Pointer, p.Message)
 	}
 	return errors.New(b.String())
+}
+
+// errorsList reads an error answer of the shape {"errors": [{"in",
+// "name", "message"}]} as "query parameter from: message; …", or "".
+func errorsList(body []byte) string {
+	var e struct {
+		Errors []struct{ In, Name, Pointer, Message string } `json:"errors"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return ""
+	}
+	var parts []string
+	for _, p := range e.Errors {
+		in := p.In
+		if in == "query" {
+			in = "query parameter"
+		}
+		where := strings.TrimSpace(in + " " + cmp.Or(p.Name, p.Pointer))
+		if where != "" {
+			where += ": "
+		}
+		parts = append(parts, where+p.Message)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (c *client) submit(ctx context.Context, req gateway.SubmitRequest) (gateway.SubmitResponse, error) {
@@ -103,14 +136,14 @@ func (c *client) submit(ctx context.Context, req gateway.SubmitRequest) (gateway
 func (c *client) follow(ctx context.Context, workflow string, from uint64, fn func(events.Frame) error) (events.Frame, error) {
 	var last events.Frame
 	var epoch string // the events stream's, from the first connected frame
-	notFoundUntil := time.Now().Add(10 * time.Second)
+	notFoundUntil := time.Now().Add(c.notFoundGrace)
 	for attempt := 0; ; attempt++ {
 		done, err := c.followOnce(ctx, workflow, &from, &epoch, func(f events.Frame) error { last = f; return fn(f) })
 		if done || ctx.Err() != nil {
 			return last, err
 		}
 		var nf *notFound
-		if errors.As(err, &nf) && time.Now().After(notFoundUntil) {
+		if errors.As(err, &nf) && !time.Now().Before(notFoundUntil) {
 			return last, err
 		}
 		if err != nil && !errors.As(err, &nf) && attempt >= 20 {
@@ -124,9 +157,12 @@ func (c *client) follow(ctx context.Context, workflow string, from uint64, fn fu
 	}
 }
 
+// notFound is the gateway's 404 for a workflow.
 type notFound struct{ err error }
 
 func (n *notFound) Error() string { return n.err.Error() }
+
+func (n *notFound) Unwrap() error { return n.err }
 
 // followOnce reads one SSE connection; done reports the terminal frame seen
 // (or an error that retrying cannot fix). from moves with each frame's id:
