@@ -4,6 +4,7 @@
 //	agentbus ask "what is NATS?"        # submit a workflow, print its events live
 //	agentbus ask --plan plan.json "q"   # submit an explicit plan
 //	agentbus watch WORKFLOW --from 12   # replay a workflow's events after offset 12, then follow
+//	agentbus version                    # version, commit, Go and embedded nats-server versions
 //
 // Every flag can also be set from the environment as AGENTBUS_<FLAG>, with
 // dashes as underscores (--nats-addr → AGENTBUS_NATS_ADDR); a flag on the

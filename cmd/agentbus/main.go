@@ -70,7 +70,9 @@ func newRoot() *cobra.Command {
 			return bindEnv(cmd)
 		},
 	}
-	root.AddCommand(newServe(), newWorker(), newOrchestrator(), newGateway(), newAsk(), newWatch(), newAgents(), newIndex(), newEval(),
+	root.Version = currentVersion().String()
+	root.SetVersionTemplate("{{.Version}}")
+	root.AddCommand(newVersion(), newServe(), newWorker(), newOrchestrator(), newGateway(), newAsk(), newWatch(), newAgents(), newIndex(), newEval(),
 		newControl(events.ActionCancel, "Cancel a workflow: nothing more is dispatched and running steps are stopped"),
 		newControl(events.ActionResume, "Resume a failed workflow: failed steps run again, completed ones are kept"),
 		newControl(events.ActionApprove, "Approve (or --reject) a step that awaits a human decision"))
