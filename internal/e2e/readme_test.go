@@ -21,14 +21,21 @@ import (
 // `<!-- readme-test: name -->`, exactly as a reader would copy it.
 func readmeBlock(t *testing.T, name string) string {
 	t.Helper()
+	return readmeBlockLang(t, name, "sh")
+}
+
+// readmeBlockLang returns the README's block in language lang marked
+// `<!-- readme-test: name -->`.
+func readmeBlockLang(t *testing.T, name, lang string) string {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile("(?s)<!-- readme-test: " + regexp.QuoteMeta(name) + " -->\n```sh\n(.*?)```")
+	re := regexp.MustCompile("(?s)<!-- readme-test: " + regexp.QuoteMeta(name) + " -->\n```" + lang + "\n(.*?)```")
 	m := re.FindSubmatch(b)
 	if m == nil {
-		t.Fatalf("README.md has no sh block marked readme-test: %s", name)
+		t.Fatalf("README.md has no %s block marked readme-test: %s", lang, name)
 	}
 	return string(m[1])
 }
@@ -134,4 +141,19 @@ func TestREADMECancelWithNatsCLI(t *testing.T) {
 		}
 	}
 	t.Logf("nats req answered:\n%s", out)
+}
+
+// The README's curl example, as written but for the gateway's address:
+// the submission is accepted and the event stream runs to its end.
+func TestREADMECurl(t *testing.T) {
+	s := startStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	block := strings.ReplaceAll(readmeBlock(t, "curl"), "localhost:8080", s.addr)
+	out := s.runBlock(ctx, t, block)
+	for _, want := range []string{`"workflow_id": "hello-1"`, "event: connected", "event: status", "event: complete"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("curl output lacks %q:\n%s", want, out)
+		}
+	}
 }

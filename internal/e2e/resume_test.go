@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ type page struct {
 	Events    []event `json:"events"`
 	Connected int     `json:"connected"`
 	Resets    int     `json:"resets"`
-	Closes    []int   `json:"closes"`
 	Ended     bool    `json:"ended"`
 }
 
@@ -23,7 +21,7 @@ type page struct {
 // a promise resolved once pred(st) holds; clients call notify() on every
 // change. body starts the client.
 const pageScript = `(() => {
-  const st = {events: [], connected: 0, resets: 0, closes: [], ended: false};
+  const st = {events: [], connected: 0, resets: 0, ended: false};
   const waiters = [];
   const notify = () => { for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i]()) waiters.splice(i, 1); };
   window.st = st;
@@ -35,60 +33,42 @@ const pageScript = `(() => {
   return true;
 })()`
 
-// eventSourceClient follows a workflow with the browser's own EventSource,
-// opened as the README shows it (?from=0); the browser alone reconnects
-// (with Last-Event-ID), and ended turns true when it has given up for good
-// (readyState CLOSED: the gateway answered 204).
+// eventSourceClient follows a workflow with the README's EventSource
+// function, as written: the browser alone reconnects (with Last-Event-ID),
+// and ended turns true when it has given up for good (readyState CLOSED:
+// the gateway answered 204).
 const eventSourceClient = `
-  const es = new EventSource('/v1/workflows/%s/events?from=0');
-  es.addEventListener('connected', () => { st.connected++; notify(); });
-  es.addEventListener('reset', () => { st.resets++; notify(); });
-  // An agentbus "error" event shares its name with the EventSource's own
-  // connection error, which is a plain Event, not a MessageEvent.
-  for (const t of %s) es.addEventListener(t, (e) => {
-    if (!(e instanceof MessageEvent)) return;
-    st.events.push({offset: Number(e.lastEventId), type: t});
+  %s
+  const es = follow(%q, (type, id, frame) => {
+    if (type === 'connected') st.connected++;
+    else if (type === 'reset') st.resets++;
+    else st.events.push({offset: Number(id), type: type});
     notify();
   });
-  es.onerror = () => { if (es.readyState === EventSource.CLOSED) { st.ended = true; notify(); } };
+  es.addEventListener('error', () => { if (es.readyState === EventSource.CLOSED) { st.ended = true; notify(); } });
 `
 
-// webSocketClient follows a workflow with the browser's own WebSocket,
-// reconnecting after any close but a normal one with from (its last event
-// offset) and epoch (the stream's, from the connected frame), as the
-// README tells a client to.
+// webSocketClient follows a workflow with the README's WebSocket
+// function, as written: it reconnects after any close but a normal one with
+// from (its last event offset) and epoch.
 const webSocketClient = `
-  let last = 0, epoch = '';
-  const open = () => {
-    const q = last ? '?from=' + last + '&epoch=' + encodeURIComponent(epoch) : '?from=0';
-    const ws = new WebSocket('ws://' + location.host + '/v1/workflows/%s/ws' + q);
-    ws.onmessage = (m) => {
-      const f = JSON.parse(m.data);
-      if (f.type === 'connected') { st.connected++; epoch = f.epoch; }
-      else if (f.type === 'reset') st.resets++;
-      else if (f.offset > 0) { st.events.push({offset: f.offset, type: f.type}); last = f.offset; }
-      notify();
-    };
-    ws.onclose = (e) => {
-      st.closes.push(e.code);
-      if (e.code === 1000) { st.ended = true; notify(); return; }
-      setTimeout(open, 100);
-    };
-  };
-  open();
+  %s
+  followWS(%q, (f) => {
+    if (f.type === 'connected') st.connected++;
+    else if (f.type === 'reset') st.resets++;
+    else if (f.offset > 0) st.events.push({offset: f.offset, type: f.type});
+    notify();
+  }, () => { st.ended = true; notify(); });
 `
 
 func TestBrowserEventSourceResumesAcrossGatewayRestart(t *testing.T) {
-	testBrowserResume(t, "es-restart", func(id string) string {
-		types, _ := json.Marshal(eventTypes())
-		return fmt.Sprintf(eventSourceClient, id, types)
-	})
+	block := readmeBlockLang(t, "browser-eventsource", "js")
+	testBrowserResume(t, "es-restart", func(id string) string { return fmt.Sprintf(eventSourceClient, block, id) })
 }
 
 func TestBrowserWebSocketResumesAcrossGatewayRestart(t *testing.T) {
-	testBrowserResume(t, "ws-restart", func(id string) string {
-		return fmt.Sprintf(webSocketClient, id)
-	})
+	block := readmeBlockLang(t, "browser-websocket", "js")
+	testBrowserResume(t, "ws-restart", func(id string) string { return fmt.Sprintf(webSocketClient, block, id) })
 }
 
 // testBrowserResume runs a workflow of sleep steps, follows it from a page
@@ -138,7 +118,7 @@ func testBrowserResume(t *testing.T, workflow string, script func(id string) str
 	if diff := compare(got.Events, want); diff != "" {
 		t.Fatalf("page's events differ from the stored ones: %s\npage:   %v\nstored: %v", diff, got.Events, want)
 	}
-	t.Logf("page assembled %d events over %d connections; closes %v", len(got.Events), got.Connected, got.Closes)
+	t.Logf("page assembled %d events over %d connections", len(got.Events), got.Connected)
 }
 
 func terminalIn(evs []event) bool {
