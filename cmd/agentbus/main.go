@@ -33,7 +33,10 @@ const (
 )
 
 func main() {
+	// The first SIGINT or SIGTERM starts a clean shutdown (exit status 0
+	// when it completes); a second one ends the process at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() { <-ctx.Done(); stop() }()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

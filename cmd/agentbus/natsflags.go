@@ -15,7 +15,7 @@ import (
 )
 
 // errStopped is returned by dial when the process was asked to stop
-// (SIGINT, SIGTERM) before it connected: the command then ends with
+// (SIGINT, SIGTERM) before it connected; stoppable ends the command with
 // status 0, as after any clean shutdown.
 var errStopped = errors.New("stopped before connecting to NATS")
 
@@ -49,8 +49,7 @@ func (f *natsFlags) dial(ctx context.Context, name string, log *slog.Logger) (*b
 	case err == nil:
 		return b, nil
 	case ctx.Err() != nil:
-		log.Info("stopped before connecting to NATS", "url", f.nats)
-		return nil, errStopped
+		return nil, fmt.Errorf("%w at %s", errStopped, f.nats)
 	case errors.Is(err, bus.ErrAuthorization):
 		return nil, &exitError{code: exitUsage, msg: fmt.Sprintf("NATS at %s refused the credentials; check the user, password or token in --nats (nats://user:password@host:port)", f.nats)}
 	case errors.Is(err, bus.ErrUnreachable):
@@ -60,10 +59,19 @@ func (f *natsFlags) dial(ctx context.Context, name string, log *slog.Logger) (*b
 	return nil, &exitError{code: exitUsage, msg: err.Error()}
 }
 
-// stoppedIsClean maps errStopped to a clean exit.
-func stoppedIsClean(err error) error {
-	if errors.Is(err, errStopped) {
-		return nil
+// stoppable wraps the RunE of a long-running role (serve, worker,
+// orchestrator, gateway): once the process was asked to stop (SIGINT,
+// SIGTERM: its context ended), whatever the role was doing — starting,
+// connecting, indexing the sample corpus — ends in a clean exit, status 0,
+// with what was cut short on stderr, so that Ctrl-C is never reported as a
+// failure (nor by make as "Error").
+func stoppable(run func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		err := run(cmd, args)
+		if err != nil && cmd.Context().Err() != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "agentbus: stopped: %v\n", err)
+			return nil
+		}
+		return err
 	}
-	return err
 }

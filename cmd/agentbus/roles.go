@@ -47,7 +47,7 @@ func newOrchestrator() *cobra.Command {
 		Use:   "orchestrator",
 		Short: "Run an orchestrator against a NATS server; run several for availability",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: stoppable(func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log, err := f.logger(cmd.ErrOrStderr())
 			if err != nil {
@@ -55,7 +55,7 @@ func newOrchestrator() *cobra.Command {
 			}
 			b, err := f.connect(ctx, "agentbus-orchestrator", log)
 			if err != nil {
-				return stoppedIsClean(err)
+				return err
 			}
 			defer b.Close()
 			cfg, err := pf.config(b, log)
@@ -68,7 +68,7 @@ func newOrchestrator() *cobra.Command {
 			}
 			log.Info("agentbus orchestrator ready", "nats", f.nats)
 			return o.Run(ctx)
-		},
+		}),
 	}
 	f.register(cmd)
 	pf.register(cmd)
@@ -84,7 +84,7 @@ func newGateway() *cobra.Command {
 		Use:   "gateway",
 		Short: "Run the HTTP gateway against a NATS server; run several behind a load balancer",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: stoppable(func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log, err := f.logger(cmd.ErrOrStderr())
 			if err != nil {
@@ -92,7 +92,7 @@ func newGateway() *cobra.Command {
 			}
 			b, err := f.connect(ctx, "agentbus-gateway", log)
 			if err != nil {
-				return stoppedIsClean(err)
+				return err
 			}
 			defer b.Close()
 			g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: addr, Logger: log, Auth: auth.config(), WS: ws.config(), CORS: ws.cors()})
@@ -105,7 +105,7 @@ func newGateway() *cobra.Command {
 			}
 			log.Info("agentbus gateway ready", "nats", f.nats, "http", "http://"+bound.String())
 			return g.Run(ctx)
-		},
+		}),
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&addr, "http-addr", "127.0.0.1:8080", "HTTP listen address HOST:PORT")

@@ -38,10 +38,10 @@ func newServe() *cobra.Command {
 		Use:   "serve",
 		Short: "Run everything in one process: embedded NATS, orchestrator, built-in agents, HTTP gateway",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: stoppable(func(cmd *cobra.Command, _ []string) error {
 			f.logOut = cmd.ErrOrStderr()
 			return serve(cmd.Context(), f, nil)
-		},
+		}),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.data, "data", "./data", "directory of the JetStream file store")

@@ -16,7 +16,7 @@ func newWorker() *cobra.Command {
 		Use:   "worker",
 		Short: "Run built-in agents against a NATS server; start more to scale out",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: stoppable(func(cmd *cobra.Command, _ []string) error {
 			log, err := nf.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -24,7 +24,7 @@ func newWorker() *cobra.Command {
 			ctx := cmd.Context()
 			b, err := nf.dial(ctx, "agentbus-worker", log)
 			if err != nil {
-				return stoppedIsClean(err)
+				return err
 			}
 			defer b.Close()
 			chat, err := plan.chat()
@@ -47,7 +47,7 @@ func newWorker() *cobra.Command {
 			}
 			log.Info("agentbus worker ready", "nats", nf.nats, "worker", w.Name(), "capabilities", w.Capabilities())
 			return w.Run(ctx)
-		},
+		}),
 	}
 	nf.register(cmd)
 	cmd.Flags().StringVar(&indexDir, "index-dir", "./data/index", "directory of the embedded search index (search agent, --search-backend embedded); one process may open it at a time")
