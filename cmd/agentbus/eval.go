@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbus/agentbus/corpus"
+	"github.com/agentbus/agentbus/retrieval"
 	"github.com/agentbus/agentbus/retrieval/eval"
 	"github.com/agentbus/agentbus/retrieval/ingest"
 )
@@ -30,7 +32,8 @@ document: chunk hits count for their document at the rank of its first chunk.
 
 Without --queries and --qrels, the sample corpus shipped in the binary is used (Go standard
 library documentation, 60 queries); if the tenant's index is empty, that corpus is indexed
-into it first.`,
+into it first. With them, an empty index is an error (exit status 3): index the documents
+the qrels judge first (agentbus index).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (queriesPath == "") != (qrelsPath == "") {
@@ -56,6 +59,8 @@ into it first.`,
 				if err := indexSampleCorpus(ctx, b, f.tenant, f.data, slog.New(slog.NewTextHandler(errw, nil)), errw); err != nil {
 					return &exitError{code: exitFailed, msg: err.Error()}
 				}
+			} else if err := f.notEmpty(ctx, b); err != nil {
+				return err
 			}
 			rep, err := eval.Run(ctx, eval.Config{Backend: b, Tenant: f.tenant, K: k, Profiles: profiles}, queries, qrels)
 			if err != nil {
@@ -78,6 +83,25 @@ into it first.`,
 	fl.StringSliceVar(&profiles, "profiles", nil, "profiles to run and fuse (default: every profile of the backend)")
 	fl.BoolVar(&asJSON, "json", false, "print the report, with per-query scores, as JSON")
 	return cmd
+}
+
+// notEmpty reports an empty tenant index as the error it is for labelled
+// queries: every score would be 0, most likely because --data, --tenant or
+// the backend is not the one the documents were indexed into.
+func (f *searchFlags) notEmpty(ctx context.Context, b retrieval.Backend) error {
+	n, err := b.Count(ctx, f.tenant)
+	if err != nil {
+		return &exitError{code: exitFailed, msg: err.Error()}
+	}
+	if n > 0 {
+		return nil
+	}
+	where, index := "data directory "+f.data, fmt.Sprintf("agentbus index --data %s --tenant %s", f.data, f.tenant)
+	if f.backend == "vespa" {
+		where, index = "Vespa at "+f.vespaURL, fmt.Sprintf("agentbus index --tenant %s --search-backend vespa --vespa-url %s", f.tenant, f.vespaURL)
+	}
+	return &exitError{code: exitUsage, msg: fmt.Sprintf("the search index of tenant %s is empty (%s): nothing to evaluate; index the documents first (%s PATH...), or check --data, --tenant and --search-backend",
+		f.tenant, where, index)}
 }
 
 // loadLabels reads the given files, or the shipped corpus's when both

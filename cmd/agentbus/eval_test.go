@@ -135,3 +135,33 @@ func TestEvalShippedCorpus(t *testing.T) {
 		t.Errorf("rrf: NDCG %.3f recall %.3f, want ≥ 0.5 and ≥ 0.6", rrf.NDCG, rrf.Recall)
 	}
 }
+
+// TestEvalEmptyIndex: labelled queries against an empty tenant index are
+// refused (exit 3) naming the tenant and where the index is, instead of a
+// table of zeros; the sample corpus is not indexed for them.
+func TestEvalEmptyIndex(t *testing.T) {
+	fake := vespatest.New(t)
+	labels := t.TempDir()
+	writeFiles(t, labels, map[string]string{
+		"queries.jsonl": `{"_id":"h","text":"sha256 checksum"}` + "\n",
+		"qrels.tsv":     "h\tguides/hashing.md\t2\n",
+	})
+	q, r := filepath.Join(labels, "queries.jsonl"), filepath.Join(labels, "qrels.tsv")
+	embeddedData, vespaData := t.TempDir(), t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		where string
+	}{
+		{"embedded", []string{"--data", embeddedData, "--tenant", "acme"}, "(data directory " + embeddedData + ")"},
+		{"vespa", []string{"--data", vespaData, "--tenant", "acme", "--search-backend", "vespa", "--vespa-url", fake.URL}, "(Vespa at " + fake.URL + ")"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := searchCLI(t, append([]string{"eval", "--queries", q, "--qrels", r}, tc.args...)...)
+			want := "agentbus: the search index of tenant acme is empty " + tc.where + ": nothing to evaluate; index the documents first (agentbus index "
+			if code != exitUsage || !strings.Contains(errs, want) || out != "" || strings.Contains(errs, "shipped corpus") {
+				t.Fatalf("exit %d, stdout %q, stderr %q: want %d and %q", code, out, errs, exitUsage, want)
+			}
+		})
+	}
+}
