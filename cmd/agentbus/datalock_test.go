@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -72,5 +73,23 @@ func TestIndexAndEvalLockTheDataDir(t *testing.T) {
 	}
 	if code, out, errs := searchCLI(t, "index", "--data", dir, docs); code != exitCompleted {
 		t.Fatalf("index after serve stopped: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestBadFlagsLockNothing: index and eval with bad flags fail before the
+// data directory is created or locked.
+func TestBadFlagsLockNothing(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	for _, args := range [][]string{
+		{"index", "--data", data, "--search-backend", "solr", "x"},
+		{"eval", "--data", data, "--tenant", "A.B"},
+		{"index", "--data", data, "--vespa-url", "http://x", "x"},
+	} {
+		if code, _, errs := searchCLI(t, args...); code != exitUsage {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errs)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Fatalf("%v created %s", args, data)
+		}
 	}
 }

@@ -43,15 +43,11 @@ the qrels judge first (agentbus index).`,
 			if err != nil {
 				return &exitError{code: exitUsage, msg: err.Error()}
 			}
-			release, err := lockData(f.data, "eval")
+			b, release, err := f.lockAndOpen("eval")
 			if err != nil {
 				return err
 			}
 			defer release()
-			b, err := f.open()
-			if err != nil {
-				return err
-			}
 			defer b.Close()
 			ctx := cmd.Context()
 			if queriesPath == "" {

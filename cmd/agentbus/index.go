@@ -37,15 +37,11 @@ indexed. Exit status: 0 when everything was indexed, 1 when some lines or files 
 backend or a data directory in use by another agentbus process.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			release, err := lockData(f.data, "index")
+			b, release, err := f.lockAndOpen("index")
 			if err != nil {
 				return err
 			}
 			defer release()
-			b, err := f.open()
-			if err != nil {
-				return err
-			}
 			defer b.Close()
 			bar := newProgressBar(cmd.ErrOrStderr())
 			in, err := ingest.New(ingest.Config{Backend: b, Tenant: f.tenant, BatchSize: batch,

@@ -47,27 +47,44 @@ func (f *backendFlags) embedder() (llm.Embedder, error) {
 	return e, nil
 }
 
+// check reports a bad combination of the flags without opening anything.
+func (f *backendFlags) check() error {
+	if _, err := f.embedder(); err != nil {
+		return err
+	}
+	switch f.backend {
+	case "embedded":
+		if f.vespaURL != "" {
+			return &exitError{code: exitUsage, msg: "--vespa-url needs --search-backend vespa"}
+		}
+	case "vespa":
+		if f.vespaURL == "" {
+			return &exitError{code: exitUsage, msg: "--search-backend vespa needs --vespa-url"}
+		}
+	default:
+		return &exitError{code: exitUsage, msg: fmt.Sprintf("--search-backend %q: want embedded or vespa", f.backend)}
+	}
+	return nil
+}
+
 // open returns the backend the flags name; the embedded one keeps its
 // indexes in dir.
 func (f *backendFlags) open(dir string) (retrieval.Backend, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	emb, err := f.embedder()
 	if err != nil {
 		return nil, err
 	}
 	switch f.backend {
 	case "embedded":
-		if f.vespaURL != "" {
-			return nil, &exitError{code: exitUsage, msg: "--vespa-url needs --search-backend vespa"}
-		}
 		b, err := embedded.Open(embedded.Config{Dir: dir, Embedder: emb})
 		if err != nil {
 			return nil, &exitError{code: exitUsage, msg: err.Error()}
 		}
 		return b, nil
 	case "vespa":
-		if f.vespaURL == "" {
-			return nil, &exitError{code: exitUsage, msg: "--search-backend vespa needs --vespa-url"}
-		}
 		b, err := vespa.New(vespa.Config{URL: f.vespaURL, Embedder: emb})
 		if err != nil {
 			return nil, &exitError{code: exitUsage, msg: "--vespa-url: " + err.Error()}
@@ -90,12 +107,26 @@ func (f *searchFlags) register(cmd *cobra.Command) {
 	f.backendFlags.register(cmd)
 }
 
-// open returns the backend the flags name.
-func (f *searchFlags) open() (retrieval.Backend, error) {
+// lockAndOpen checks the flags, locks the data directory (release
+// unlocks it) and opens the backend the flags name. Bad flags are reported
+// before anything is created or locked.
+func (f *searchFlags) lockAndOpen(command string) (b retrieval.Backend, release func(), err error) {
 	if err := subjects.ValidTenant(f.tenant); err != nil {
-		return nil, &exitError{code: exitUsage, msg: "--tenant: " + err.Error()}
+		return nil, nil, &exitError{code: exitUsage, msg: "--tenant: " + err.Error()}
 	}
-	return f.backendFlags.open(searchDir(f.data))
+	if err := f.check(); err != nil {
+		return nil, nil, err
+	}
+	release, err = lockData(f.data, command)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err = f.backendFlags.open(searchDir(f.data))
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return b, release, nil
 }
 
 // searchDir is where the embedded backend keeps its indexes under data.
