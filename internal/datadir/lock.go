@@ -103,7 +103,8 @@ func Acquire(dir, command string) (*Lock, error) {
 	host, _ := os.Hostname()
 	h := Holder{PID: os.Getpid(), Host: host, Since: time.Now().UTC().Truncate(time.Second), Command: command}
 	b, _ := json.Marshal(h)
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt(append(b, '\n'), 0)
 	}
 	if err != nil {
