@@ -24,6 +24,8 @@ func TestAskAnswersFromTheSampleCorpus(t *testing.T) {
 	// Indexing 6,000 chunks under -race takes a while.
 	info := startServeWith(t, serveFlags{data: t.TempDir(), eventsMaxAge: time.Hour, sampleCorpus: true}, 5*time.Minute).info
 
+	t.Run("README sample", func(t *testing.T) { checkREADMESample(t, info.HTTPURL) })
+
 	const question = "Compare how net/url parses a URL query string with how net/http reads form values, and explain in detail"
 	code, out, stderr := cli(t, "ask", "--url", info.HTTPURL, "--json", question)
 	if code != exitCompleted {
