@@ -139,11 +139,15 @@ func writeSSE(w http.ResponseWriter, event, id string, v any) {
 	_, _ = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data)
 }
 
-// startOffset reads ?from= or, for a reconnecting EventSource, Last-Event-ID.
+// startOffset reads the stream's cursor: Last-Event-ID if present, else
+// ?from=. Last-Event-ID wins because it is newer than the URL: a browser's
+// EventSource reconnects to the URL it was opened with (…/events?from=0)
+// and says where it got to in the header; reading the URL first replayed
+// the whole workflow on every reconnect.
 func startOffset(r *http.Request) (uint64, error) {
-	v, where := r.URL.Query().Get("from"), "query parameter from"
+	v, where := r.Header.Get("Last-Event-ID"), "header Last-Event-ID"
 	if v == "" {
-		v, where = r.Header.Get("Last-Event-ID"), "header Last-Event-ID"
+		v, where = r.URL.Query().Get("from"), "query parameter from"
 	}
 	if v == "" {
 		return 0, nil

@@ -83,7 +83,10 @@ func TestReplayFromAnOffset(t *testing.T) {
 		{"from=0", sub.EventsURL + "?from=0", nil, 0, all},
 		{"from=N", sub.EventsURL + "?from=" + N, nil, n, all[3:]},
 		{"Last-Event-ID: N", sub.EventsURL, []string{"Last-Event-ID", N}, n, all[3:]},
-		{"from wins over Last-Event-ID", sub.EventsURL + "?from=" + N, []string{"Last-Event-ID", "1"}, n, all[3:]},
+		// A browser's EventSource reconnects to the URL it was opened
+		// with: the header is newer than the URL.
+		{"Last-Event-ID wins over from", sub.EventsURL + "?from=0", []string{"Last-Event-ID", N}, n, all[3:]},
+		{"Last-Event-ID wins over a later from", sub.EventsURL + "?from=" + strconv.FormatUint(last, 10), []string{"Last-Event-ID", N}, n, all[3:]},
 		{"from=N-1 (exclusive)", sub.EventsURL + "?from=" + strconv.FormatUint(all[1].Offset, 10), nil, all[1].Offset, all[2:]},
 	}
 	for _, c := range cases {
@@ -130,11 +133,14 @@ func TestResumeAfterTheTerminalEventEnds(t *testing.T) {
 	_, all := s.mustFollow(t, sub.EventsURL)
 	last := strconv.FormatUint(all[len(all)-1].Offset, 10)
 
-	for _, h := range [][]string{{"Last-Event-ID", last}, nil} {
-		path := sub.EventsURL
-		if h == nil {
-			path += "?from=" + last
-		}
+	// However the cursor arrives — the header, the URL, or the header on
+	// the URL an EventSource was opened with — at or after the terminal
+	// event the answer is 204, which stops an EventSource for good.
+	for _, c := range []struct {
+		query string
+		h     []string
+	}{{"", []string{"Last-Event-ID", last}}, {"?from=" + last, nil}, {"?from=0", []string{"Last-Event-ID", last}}} {
+		path, h := sub.EventsURL+c.query, c.h
 		// Three keepalive intervals are ample for a request that has nothing to wait for.
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		st, err := s.readSSE(ctx, path, nil, h...)
@@ -145,8 +151,8 @@ func TestResumeAfterTheTerminalEventEnds(t *testing.T) {
 				path, h, len(st.Frames), len(st.Comments), err)
 			continue
 		}
-		if st.Status != http.StatusOK && st.Status != http.StatusNoContent {
-			t.Errorf("GET %s %v: status %d: %s", path, h, st.Status, st.Body)
+		if st.Status != http.StatusNoContent {
+			t.Errorf("GET %s %v: status %d, want 204: %s", path, h, st.Status, st.Body)
 		}
 		for _, f := range st.Frames[min(1, len(st.Frames)):] {
 			t.Errorf("GET %s %v: unexpected frame %s %s after the terminal offset", path, h, f.Event, f.ID)
