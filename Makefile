@@ -41,7 +41,8 @@ bench:
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzBuilders -fuzztime $(FUZZTIME) ./subjects
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./events
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./events
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeControl$$' -fuzztime $(FUZZTIME) ./events
 	$(GO) test -run '^$$' -fuzz FuzzDecodeClientFrame -fuzztime $(FUZZTIME) ./gateway
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRPC -fuzztime $(FUZZTIME) ./gateway
 	$(GO) test -run '^$$' -fuzz FuzzParseTokens -fuzztime $(FUZZTIME) ./gateway

@@ -100,17 +100,17 @@ func (w *Worker) watchCancels(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return w.cfg.Bus.Subscribe(ctx, subjects.AllControl, "", func(_ context.Context, n *bus.Notice) {
-		var c events.Control
-		if n.Envelope.Type != events.TypeControl || n.Envelope.Unmarshal(&c) != nil || c.Action != events.ActionCancel {
+	// Tenant and workflow were checked against the subject by
+	// events.DecodeControl, bare messages' taken from it.
+	return w.cfg.Bus.SubscribeControl(ctx, subjects.AllControl, "", func(_ context.Context, n *bus.Notice) {
+		if n.Control.Action != events.ActionCancel {
 			return
 		}
-		p, err := subjects.Parse(n.Subject)
-		if err != nil || p.Tenant != n.Envelope.TenantID {
+		key, err := subjects.CheckpointKey(n.Envelope.TenantID, n.Envelope.WorkflowID)
+		if err != nil {
 			return
 		}
-		key, _ := subjects.CheckpointKey(p.Tenant, p.Last)
-		w.cancels.cancel(key, c.Reason)
+		w.cancels.cancel(key, n.Control.Reason)
 	})
 }
 

@@ -14,11 +14,13 @@ import (
 // ErrNoResponder is returned by Request when nobody answered in time.
 var ErrNoResponder = errors.New("bus: no responder")
 
-// Notice is one decoded core-NATS message (control messages).
+// Notice is one decoded control message.
 type Notice struct {
 	Subject  string
 	Envelope events.Envelope
-	msg      *nats.Msg
+	// Control is the envelope's data, decoded and checked.
+	Control events.Control
+	msg     *nats.Msg
 }
 
 // CanRespond reports whether the sender waits for an answer.
@@ -32,23 +34,36 @@ func (n *Notice) Respond(data []byte) error {
 	return n.msg.Respond(data)
 }
 
-// Subscribe runs fn for every decodable message on subject (wildcards
-// allowed) until ctx ends. With a queue name, one subscriber of the queue
-// group gets each message; without, every subscriber does. Messages that
-// fail events.Decode are logged and, for requests, answered with the
-// error. fn runs on the subscription's goroutine, one message at a time.
-func (b *Bus) Subscribe(ctx context.Context, subject, queue string, fn func(ctx context.Context, n *Notice)) error {
+// SubscribeControl runs fn for every control message on subject
+// (wildcards allowed) until ctx ends; events.DecodeControl reads each, so
+// a bare JSON body published with no headers is as good as the full
+// CloudEvent. With a queue name, one subscriber of the queue group gets
+// each message, and it answers a request it cannot understand with an
+// events.ControlAnswer and logs it with its subject; without (workers, which
+// every cancel must reach), every subscriber gets each message and leaves
+// the answering to the group. fn runs on the subscription's goroutine, one
+// message at a time.
+func (b *Bus) SubscribeControl(ctx context.Context, subject, queue string, fn func(ctx context.Context, n *Notice)) error {
 	handler := func(m *nats.Msg) {
-		env, err := events.Decode(m.Header, m.Data)
+		env, c, err := events.DecodeControl(m.Subject, m.Header, m.Data)
 		if err != nil {
-			b.log.Warn("malformed control message", "subject", m.Subject, "err", err)
+			if queue == "" {
+				b.log.Debug("control message not understood", "subject", m.Subject, "err", err)
+				return
+			}
+			b.log.Warn("control message not understood", "subject", m.Subject, "err", err)
 			if m.Reply != "" {
-				b, _ := json.Marshal(map[string]string{"error": err.Error()})
-				_ = m.Respond(b)
+				ans := events.ControlAnswer{Error: err.Error()}
+				var ce *events.ControlError
+				if errors.As(err, &ce) {
+					ans.Problems = ce.Problems
+				}
+				out, _ := json.Marshal(ans)
+				_ = m.Respond(out)
 			}
 			return
 		}
-		fn(ctx, &Notice{Subject: m.Subject, Envelope: env, msg: m})
+		fn(ctx, &Notice{Subject: m.Subject, Envelope: env, Control: c, msg: m})
 	}
 	var sub *nats.Subscription
 	var err error

@@ -26,8 +26,8 @@ func (o *Orchestrator) handleControl(ctx context.Context, n *bus.Notice) {
 	}
 	res, err := o.control(ctx, n)
 	if err != nil {
-		o.log.Warn("control", "subject", n.Subject, "err", err)
-		b, _ := json.Marshal(map[string]string{"error": err.Error()})
+		o.log.Warn("control", "subject", n.Subject, "source", n.Envelope.Source, "err", err)
+		b, _ := json.Marshal(events.ControlAnswer{Error: err.Error()})
 		_ = n.Respond(b)
 		return
 	}
@@ -39,18 +39,12 @@ func (o *Orchestrator) handleControl(ctx context.Context, n *bus.Notice) {
 var ErrNoWorkflow = errors.New("orchestrator: no such workflow")
 
 func (o *Orchestrator) control(ctx context.Context, n *bus.Notice) (events.ControlResult, error) {
+	// events.DecodeControl checked the subject, the type and the tenant.
 	p, err := subjects.Parse(n.Subject)
-	if err != nil || p.Kind != "control" {
+	if err != nil {
 		return events.ControlResult{}, fmt.Errorf("control on %q: %w", n.Subject, err)
 	}
-	env := n.Envelope
-	if env.Type != events.TypeControl || env.TenantID != p.Tenant {
-		return events.ControlResult{}, fmt.Errorf("control on %s: want %s from tenant %s", n.Subject, events.TypeControl, p.Tenant)
-	}
-	var c events.Control
-	if err := env.Unmarshal(&c); err != nil {
-		return events.ControlResult{}, err
-	}
+	c := n.Control
 	res := events.ControlResult{WorkflowID: p.Last}
 	switch c.Action {
 	case events.ActionCancel:

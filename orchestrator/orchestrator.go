@@ -129,7 +129,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 
 // Run consumes submissions, replies and control messages until ctx ends.
 func (o *Orchestrator) Run(ctx context.Context) error {
-	if err := o.bus.Subscribe(ctx, subjects.AllControl, ControlQueue, o.handleControl); err != nil {
+	if err := o.bus.SubscribeControl(ctx, subjects.AllControl, ControlQueue, o.handleControl); err != nil {
 		return err
 	}
 	var wg sync.WaitGroup
