@@ -61,7 +61,10 @@ func (w *Worker) serviceConfig(r *running) bus.ServiceConfig {
 	cfg := bus.ServiceConfig{
 		Name: "agentbus-" + r.card.Name, Version: version, Description: r.card.Description,
 		Metadata: map[string]string{"worker": w.cfg.Name, "instance": r.instance},
-		Stats:    func(string) any { return r.stats.snapshot() },
+		// A capability's requests are the steps it ran (pulled from
+		// JetStream, not asked on the endpoint): `nats micro stats` shows
+		// steps, failures and time spent running them.
+		Stats: func(string) bus.EndpointStats { return r.stats.endpoint() },
 	}
 	for _, c := range r.card.Capabilities {
 		subj, _ := subjects.AgentCard(c)

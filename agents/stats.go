@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentbus/agentbus/bus"
 )
 
 // stats are one agent's live counters in one worker. Safe for concurrent use.
@@ -60,4 +62,15 @@ func (s *stats) snapshot() Snapshot {
 		s.mu.Unlock()
 	}
 	return out
+}
+
+// endpoint is the agent's counters as its micro endpoint reports them:
+// requests are steps run, errors the ones that failed, processing time
+// the time spent running them; data the Snapshot.
+func (s *stats) endpoint() bus.EndpointStats {
+	s.mu.Lock()
+	last := s.lastErr
+	s.mu.Unlock()
+	return bus.EndpointStats{Requests: int(s.processed.Load()), Errors: int(s.errors.Load()), LastError: last,
+		ProcessingTime: time.Duration(s.totalNS.Load()), Data: s.snapshot()}
 }

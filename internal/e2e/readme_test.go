@@ -66,6 +66,14 @@ func natsCLI(t *testing.T) string {
 	return natscli.dir
 }
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if natscli.dir != "" {
+		_ = os.RemoveAll(natscli.dir)
+	}
+	os.Exit(code)
+}
+
 // runBlock runs a README block with sh -e, the nats CLI first on PATH and
 // NATS_URL pointing at the test's server, and returns its output.
 func (s *stack) runBlock(ctx context.Context, t *testing.T, block string) string {
