@@ -79,7 +79,10 @@ func (b *Bus) Follow(ctx context.Context, tenant, workflow string, after uint64,
 		}
 		env, err := events.Decode(m.Headers(), m.Data())
 		if err != nil {
-			b.log.Warn("skipping malformed stored event", "subject", subj, "offset", md.Sequence.Stream, "err", err)
+			// Most likely an agent outside Go that left out a header or a
+			// required field: say which, where, and that no client sees it.
+			b.log.Warn("event not delivered to clients: malformed", "subject", subj, "offset", md.Sequence.Stream,
+				"type", m.Headers().Get(events.HeaderType), "source", m.Headers().Get(events.HeaderSource), "err", err)
 			continue
 		}
 		if err := fn(ctx, Record{Offset: md.Sequence.Stream, Envelope: env, Pending: md.NumPending}); err != nil {
