@@ -66,13 +66,33 @@ func DecodeControl(subject string, header map[string][]string, data []byte) (Env
 	}
 	var env Envelope
 	if lookup(header, HeaderType) == "" && lookup(header, HeaderSpecVersion) == "" {
+		// Bare: the subject is the authority, but a stray ce-tenantid or
+		// ce-workflowid that names another tenant or workflow is a mistake
+		// the sender must hear about, not one to apply to the subject's.
+		if t := lookup(header, HeaderTenant); t != "" && t != p.Tenant {
+			return refuse(HeaderTenant, "tenant %q disagrees with the subject's %q", t, p.Tenant)
+		}
+		if wf := lookup(header, HeaderWorkflow); wf != "" && wf != p.Last {
+			return refuse(HeaderWorkflow, "workflow %q disagrees with the subject's %q", wf, p.Last)
+		}
 		env = Envelope{ID: uuid.NewString(), Source: SourceBare, Type: TypeControl, Time: time.Now().UTC(),
 			TenantID: p.Tenant, WorkflowID: p.Last, Data: data}
 	} else {
 		if env, err = Decode(header, data); err != nil {
 			var de *DecodeError
+			if errors.As(err, &de) && strings.HasPrefix(de.Where, "data") && Type(lookup(header, HeaderType)) == TypeControl {
+				// Sound headers, a bad body: name its problems as for a
+				// bare body (an unknown action with the actions to choose).
+				if _, probs := decodeControlBody(data); probs != nil {
+					return Envelope{}, Control{}, &ControlError{Subject: subject, Problems: probs}
+				}
+			}
 			if errors.As(err, &de) {
-				return refuse(strings.TrimPrefix(de.Where, "data"), "%s", de.Reason)
+				probs := []schemas.Problem{{Pointer: strings.TrimPrefix(de.Where, "data"), Message: de.Reason}}
+				for _, p := range de.More {
+					probs = append(probs, schemas.Problem{Pointer: strings.TrimPrefix(p.Pointer, "data"), Message: p.Message})
+				}
+				return Envelope{}, Control{}, &ControlError{Subject: subject, Problems: probs}
 			}
 			return refuse("", "%v", err)
 		}

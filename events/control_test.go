@@ -29,6 +29,7 @@ func TestDecodeControl(t *testing.T) {
 	}{
 		{"bare cancel", nil, `{"action":"cancel","reason":"changed my mind"}`, events.Control{Action: "cancel", Reason: "changed my mind"}},
 		{"bare with unrelated headers", map[string][]string{"X-Trace": {"1"}}, `{"action":"resume"}`, events.Control{Action: "resume"}},
+		{"bare with agreeing ids", map[string][]string{"ce-tenantid": {"acme"}, "ce-workflowid": {"wf-1"}}, `{"action":"cancel"}`, events.Control{Action: "cancel"}},
 		{"bare approve of a step", nil, `{"action":"approve","step_id":"S1","reason":"fine"}`, events.Control{Action: "approve", StepID: "S1", Reason: "fine"}},
 		{"full CloudEvent", full(nil), `{"action":"cancel"}`, events.Control{Action: "cancel"}},
 		{"full CloudEvent, no workflow header", full(func(h map[string][]string) { delete(h, "ce-workflowid") }), `{"action":"reject"}`, events.Control{Action: "reject"}},
@@ -63,6 +64,10 @@ func TestDecodeControl(t *testing.T) {
 		{"tenant disagrees", subj, full(func(h map[string][]string) { h["ce-tenantid"] = []string{"beta"} }), `{"action":"cancel"}`, "ce-tenantid", "disagrees"},
 		{"workflow disagrees", subj, full(func(h map[string][]string) { h["ce-workflowid"] = []string{"wf-2"} }), `{"action":"cancel"}`, "ce-workflowid", "disagrees"},
 		{"another type", subj, full(func(h map[string][]string) { h["ce-type"] = []string{string(events.TypeStatus)} }), `{"state":"working"}`, "ce-type", "want"},
+		{"bare, tenant header disagrees", subj, map[string][]string{"ce-tenantid": {"beta"}}, `{"action":"cancel"}`, "ce-tenantid", "disagrees"},
+		{"bare, workflow header disagrees", subj, map[string][]string{"Ce-Workflowid": {"wf-2"}}, `{"action":"cancel"}`, "ce-workflowid", "disagrees"},
+		{"full CloudEvent, unknown action", subj, full(nil), `{"action":"cancle"}`, "/action", `unknown action "cancle": want cancel, resume, approve or reject`},
+		{"full CloudEvent, reason of the wrong type", subj, full(nil), `{"action":"cancel","reason":5}`, "/reason", ""},
 		{"half the headers", subj, map[string][]string{"ce-type": {string(events.TypeControl)}}, `{"action":"cancel"}`, "ce-specversion", "missing"},
 	}
 	for _, c := range bad {

@@ -39,10 +39,19 @@ var ErrMalformed = errors.New("events: malformed event")
 type DecodeError struct {
 	Where  string
 	Reason string
+	// More lists the data's further problems found with the first, each
+	// at "data" + a JSON pointer, so that a publisher outside Go (whose
+	// event is otherwise only logged) can fix them all at once.
+	More []schemas.Problem
 }
 
 func (e *DecodeError) Error() string {
-	return fmt.Sprintf("events: malformed event at %s: %s", e.Where, e.Reason)
+	var b strings.Builder
+	fmt.Fprintf(&b, "events: malformed event at %s: %s", e.Where, e.Reason)
+	for _, p := range e.More {
+		fmt.Fprintf(&b, "; %s: %s", p.Pointer, p.Message)
+	}
+	return b.String()
 }
 
 // Unwrap lets errors.Is(err, ErrMalformed) hold.
@@ -190,7 +199,11 @@ func Decode(header map[string][]string, data []byte) (Envelope, error) {
 		var ve *schemas.ValidationError
 		if errors.As(err, &ve) && len(ve.Problems) > 0 {
 			p := ve.Problems[0]
-			return Envelope{}, &DecodeError{Where: "data" + p.Pointer, Reason: p.Message}
+			de := &DecodeError{Where: "data" + p.Pointer, Reason: p.Message}
+			for _, q := range ve.Problems[1:] {
+				de.More = append(de.More, schemas.Problem{Pointer: "data" + q.Pointer, Message: q.Message})
+			}
+			return Envelope{}, de
 		}
 		return Envelope{}, &DecodeError{Where: "data", Reason: err.Error()}
 	}
