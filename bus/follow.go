@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,8 +31,10 @@ type FollowFunc func(ctx context.Context, r Record) error
 // Follow replays a workflow's client events strictly after offset (0 means
 // from its first event) with an ordered consumer filtered to the workflow's
 // subject, then follows new ones until ctx ends or fn returns an error
-// (ErrStop ends it with nil). Records that fail to decode are skipped and
-// logged: they were not published by agentbus.
+// (ErrStop ends it with nil). Records that fail to decode (most likely
+// published by an agent outside Go that left out a header or a required
+// field) are not delivered to fn, and are logged with their subject, offset,
+// type, source and what was wrong, at a JSON pointer.
 func (b *Bus) Follow(ctx context.Context, tenant, workflow string, after uint64, fn FollowFunc) error {
 	subj, err := subjects.Events(tenant, workflow)
 	if err != nil {
@@ -82,7 +85,7 @@ func (b *Bus) Follow(ctx context.Context, tenant, workflow string, after uint64,
 			// Most likely an agent outside Go that left out a header or a
 			// required field: say which, where, and that no client sees it.
 			b.log.Warn("event not delivered to clients: malformed", "subject", subj, "offset", md.Sequence.Stream,
-				"type", m.Headers().Get(events.HeaderType), "source", m.Headers().Get(events.HeaderSource), "err", err)
+				"type", lookupHeader(m.Headers(), events.HeaderType), "source", lookupHeader(m.Headers(), events.HeaderSource), "err", err)
 			continue
 		}
 		if err := fn(ctx, Record{Offset: md.Sequence.Stream, Envelope: env, Pending: md.NumPending}); err != nil {
@@ -120,7 +123,25 @@ func (b *Bus) LastRecord(ctx context.Context, tenant, workflow string) (Record, 
 	}
 	env, err := events.Decode(m.Header, m.Data)
 	if err != nil {
+		// The offset still counts (a cursor may point past it), but the
+		// event itself is not one a client will see: say so, as Follow does.
+		b.log.Warn("event not delivered to clients: malformed", "subject", subj, "offset", m.Sequence,
+			"type", lookupHeader(m.Header, events.HeaderType), "source", lookupHeader(m.Header, events.HeaderSource), "err", err)
 		return Record{Offset: m.Sequence}, nil
 	}
 	return Record{Offset: m.Sequence, Envelope: env}, nil
+}
+
+// lookupHeader reads a header by name whatever its case: a publisher outside
+// Go may send Ce-Type as well as ce-type.
+func lookupHeader(h map[string][]string, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	for k, v := range h {
+		if len(v) > 0 && strings.EqualFold(k, key) {
+			return v[0]
+		}
+	}
+	return ""
 }
