@@ -63,8 +63,13 @@ func (w *Worker) serviceConfig(r *running) bus.ServiceConfig {
 		Metadata: map[string]string{"worker": w.cfg.Name, "instance": r.instance},
 		// A capability's requests are the steps it ran (pulled from
 		// JetStream, not asked on the endpoint): `nats micro stats` shows
-		// steps, failures and time spent running them.
-		Stats: func(string) bus.EndpointStats { return r.stats.endpoint() },
+		// steps, failures and time spent running them, per capability.
+		Stats: func(capability string) bus.EndpointStats {
+			if s, ok := r.byCapability[capability]; ok {
+				return s.endpoint()
+			}
+			return bus.EndpointStats{}
+		},
 	}
 	for _, c := range r.card.Capabilities {
 		subj, _ := subjects.AgentCard(c)

@@ -26,10 +26,17 @@ const unhealthyAfter = 5
 
 func (s *stats) begin() time.Time { s.inFlight.Add(1); return time.Now() }
 
-func (s *stats) end(start time.Time, err error) {
+// end counts a step that ran from start: a failure if err is set, unless
+// canceled — a step stopped because its workflow was canceled did what was
+// asked of it, so it is neither a failure nor a success that would reset
+// the failure streak.
+func (s *stats) end(start time.Time, err error, canceled bool) {
 	s.inFlight.Add(-1)
 	s.processed.Add(1)
 	s.totalNS.Add(int64(time.Since(start)))
+	if canceled {
+		return
+	}
 	if err != nil {
 		s.errors.Add(1)
 		s.consecutive.Add(1)

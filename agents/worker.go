@@ -45,13 +45,18 @@ type Worker struct {
 
 // running is one agent in this worker.
 type running struct {
-	agent    Agent
-	card     Card
-	stats    stats
-	instance string
-	service  *bus.Service
-	text     string
-	vector   []float32
+	agent Agent
+	card  Card
+	// stats counts every step the agent ran (the registry and the card
+	// report it); byCapability counts them per capability, for each
+	// capability's micro endpoint: an agent with two capabilities must not
+	// report its total on both.
+	stats        stats
+	byCapability map[string]*stats
+	instance     string
+	service      *bus.Service
+	text         string
+	vector       []float32
 }
 
 // NewWorker checks cfg.
@@ -64,7 +69,11 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	w := &Worker{cfg: cfg, log: cfg.Logger.With("component", "worker", "worker", cfg.Name), host: host, cancels: newCancels()}
 	for _, a := range cfg.Agents {
 		card := a.Card()
-		w.agents = append(w.agents, &running{agent: a, card: card, instance: cfg.Name + "-" + card.Name})
+		r := &running{agent: a, card: card, instance: cfg.Name + "-" + card.Name, byCapability: map[string]*stats{}}
+		for _, c := range card.Capabilities {
+			r.byCapability[c] = &stats{}
+		}
+		w.agents = append(w.agents, r)
 	}
 	return w, nil
 }
@@ -146,7 +155,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			go func() {
 				defer wg.Done()
 				err := w.cfg.Bus.Consume(ctx, w.consumeConfig(c), func(hctx context.Context, d *bus.Delivery) error {
-					return w.handle(hctx, r, d)
+					return w.handle(hctx, r, c, d)
 				})
 				mu.Lock()
 				errs = append(errs, err)
@@ -190,9 +199,10 @@ func (w *Worker) stop() {
 	}
 }
 
-// handle runs one delivery of a step: dead-letters it past MaxDeliver,
-// otherwise runs the agent and publishes its reply, or asks for a retry.
-func (w *Worker) handle(ctx context.Context, r *running, d *bus.Delivery) error {
+// handle runs one delivery of a step pulled from capability's consumer:
+// dead-letters it past MaxDeliver, otherwise runs the agent and publishes
+// its reply, or asks for a retry.
+func (w *Worker) handle(ctx context.Context, r *running, capability string, d *bus.Delivery) error {
 	env := d.Envelope
 	if env.Type != events.TypeStepRequested || env.WorkflowID == "" {
 		return fmt.Errorf("%w: %s without a workflow id on a step subject", bus.ErrPoison, env.Type)
@@ -215,12 +225,15 @@ func (w *Worker) handle(ctx context.Context, r *running, d *bus.Delivery) error 
 		// The previous delivery never answered: its worker died or hung.
 		return w.giveUp(ctx, d, req, fmt.Sprintf("delivered %d times without an answer (max %d): the worker holding it died or hung", d.Delivered-1, w.cfg.MaxDeliver))
 	}
+	capStats := r.byCapability[capability]
 	start := r.stats.begin()
+	capStats.begin()
 	sctx, done := w.cancels.track(ctx, key)
 	out, err := w.run(sctx, r.agent, req, d)
 	canceled := errors.Is(context.Cause(sctx), errCanceled)
 	done()
-	r.stats.end(start, err)
+	r.stats.end(start, err, canceled)
+	capStats.end(start, err, canceled)
 	if canceled {
 		w.log.Info("step canceled with its workflow", "workflow", req.WorkflowID, "step", req.StepID)
 		return nil // acked; the workflow is over, nobody waits for a reply
