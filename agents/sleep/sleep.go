@@ -3,7 +3,9 @@ package sleep
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentbus/agentbus/agents"
@@ -43,18 +45,13 @@ func (Agent) Card() agents.Card {
 
 // Handle sleeps for the input's duration or until ctx ends.
 func (Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emitter) (json.RawMessage, error) {
-	var in Input
-	if len(req.Input) > 0 {
-		if err := json.Unmarshal(req.Input, &in); err != nil {
-			return nil, fmt.Errorf("%w: sleep input: %v", agents.ErrPermanent, err)
-		}
+	in, err := decode(req.Input)
+	if err != nil {
+		return nil, err
 	}
 	ms := in.MS
 	if req.Delivery > 1 && in.RedeliveredMS != nil {
 		ms = *in.RedeliveredMS
-	}
-	if ms < 0 || ms > time.Hour.Milliseconds() {
-		return nil, fmt.Errorf("%w: sleep ms %d not in [0, 3600000]", agents.ErrPermanent, ms)
 	}
 	_ = emit.Progress(ctx, 0, fmt.Sprintf("sleeping %d ms (delivery %d)", ms, req.Delivery))
 	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
@@ -65,4 +62,33 @@ func (Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emitter
 	case <-t.C:
 	}
 	return json.Marshal(Output{SleptMS: ms, Delivery: req.Delivery})
+}
+
+// maxMS is the longest sleep: one hour.
+const maxMS = 3_600_000
+
+// decode reads the input {"ms": N, "redelivered_ms": M}. Other fields are
+// ignored: a step routed here by semantic discovery carries the planner's
+// {"query": …} and sleeps 0 ms. A wrong type or a value out of range is a
+// permanent failure naming the field's JSON pointer.
+func decode(raw json.RawMessage) (Input, error) {
+	var in Input
+	if len(raw) == 0 || string(raw) == "null" {
+		return in, nil
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return in, fmt.Errorf("%w: sleep input /%s: got a JSON %s, want an integer number of milliseconds in [0, %d]",
+				agents.ErrPermanent, strings.ReplaceAll(te.Field, ".", "/"), te.Value, maxMS)
+		}
+		return in, fmt.Errorf("%w: sleep input: want an object {\"ms\": N}: %v", agents.ErrPermanent, err)
+	}
+	if in.MS < 0 || in.MS > maxMS {
+		return in, fmt.Errorf("%w: sleep input /ms: %d not in [0, %d]", agents.ErrPermanent, in.MS, maxMS)
+	}
+	if in.RedeliveredMS != nil && (*in.RedeliveredMS < 0 || *in.RedeliveredMS > maxMS) {
+		return in, fmt.Errorf("%w: sleep input /redelivered_ms: %d not in [0, %d]", agents.ErrPermanent, *in.RedeliveredMS, maxMS)
+	}
+	return in, nil
 }
