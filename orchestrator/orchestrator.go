@@ -147,7 +147,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		defer wg.Done()
 		errs[1] = o.bus.Consume(ctx, bus.ConsumeConfig{
 			Stream: subjects.StreamReplies, Durable: subjects.ConsumerReplies, Filter: subjects.AllReplies,
-			AckWait: o.cfg.AckWait, Concurrency: o.cfg.Concurrency, MaxDeliver: -1,
+			AckWait: o.cfg.AckWait, Concurrency: o.cfg.Concurrency, MaxDeliver: -1, OnMalformed: o.malformedReply,
 		}, o.handleReply)
 	}()
 	wg.Wait()
