@@ -67,6 +67,7 @@ type Endpoint struct {
 // Service is a running micro service. Stop is safe to call twice.
 type Service struct {
 	cfg     ServiceConfig
+	nc      *nats.Conn
 	id      string
 	started time.Time
 
@@ -83,7 +84,7 @@ func (b *Bus) AddService(ctx context.Context, cfg ServiceConfig) (*Service, erro
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, id: nuid.Next(), started: time.Now().UTC(), counted: map[string]*EndpointStats{}}
+	s := &Service{cfg: cfg, nc: b.nc, id: nuid.Next(), started: time.Now().UTC(), counted: map[string]*EndpointStats{}}
 	for _, e := range cfg.Endpoints {
 		s.counted[e.Name] = &EndpointStats{}
 		if err := s.subscribe(b.nc, e.Subject, microQueue, s.endpointHandler(ctx, e)); err != nil {
@@ -246,7 +247,8 @@ func (s *Service) stats() any {
 // ID is the service instance id that $SRV.PING reports.
 func (s *Service) ID() string { return s.id }
 
-// Stop unregisters the service.
+// Stop unregisters the service; once it returns, the server no longer
+// routes the service's subjects here.
 func (s *Service) Stop() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -257,6 +259,16 @@ func (s *Service) Stop() error {
 	var errs []error
 	for _, sub := range s.subs {
 		if err := sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
+			errs = append(errs, err)
+		}
+	}
+	// Unsubscribing only queues the UNSUBs: a round trip makes the server
+	// drop the interest before Stop returns, so that nobody's request is
+	// routed to a service that will not answer it (a timeout instead of
+	// "no responders"). Disconnected, there is nothing to wait for: a
+	// reconnect does not restore the interest.
+	if s.nc.IsConnected() {
+		if err := s.nc.FlushTimeout(2 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 			errs = append(errs, err)
 		}
 	}
