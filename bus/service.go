@@ -79,7 +79,8 @@ type Service struct {
 
 // AddService registers a micro service on the bus's connection: its
 // endpoints (queue group "q", as nats.go/micro) and the PING, INFO and
-// STATS subjects for all services, its name, and its instance id.
+// STATS subjects for all services, its name, and its instance id. The
+// server routes them here once it returns.
 func (b *Bus) AddService(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -103,6 +104,16 @@ func (b *Bus) AddService(ctx context.Context, cfg ServiceConfig) (*Service, erro
 				_ = s.Stop()
 				return nil, fmt.Errorf("bus: micro service %s: %w", cfg.Name, err)
 			}
+		}
+	}
+	// Subscribing only queues the SUBs: a round trip makes the service
+	// reachable once AddService returns (a `nats micro ls` right after a
+	// worker started, or a test, must find it). Disconnected, the
+	// subscriptions go out on reconnect; there is nothing to wait for.
+	if b.nc.IsConnected() {
+		if err := b.nc.FlushTimeout(5 * time.Second); err != nil {
+			_ = s.Stop()
+			return nil, fmt.Errorf("bus: micro service %s: %w", cfg.Name, err)
 		}
 	}
 	return s, nil
