@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // AgentsResponse answers GET /v1/agents: every registered instance with
@@ -13,15 +14,32 @@ type AgentsResponse struct {
 	Matches   any    `json:"matches,omitempty"`
 }
 
+// maxAgentsQuery bounds ?query=: it is embedded on every request.
+const maxAgentsQuery = 4096
+
 func (g *Gateway) agents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	out := AgentsResponse{Embedder: g.registry.Embedder().Name()}
-	if query := q.Get("query"); query != "" {
+	query, hasQuery := q.Get("query"), q.Has("query")
+	switch {
+	case hasQuery && strings.TrimSpace(query) == "":
+		writeBadRequest(w, queryProblem("query", "%s is blank: want the text to match agents against, or no query parameter to list every agent", quoted(query)))
+		return
+	case len(query) > maxAgentsQuery:
+		writeBadRequest(w, queryProblem("query", "%s is longer than %d bytes", quoted(query), maxAgentsQuery))
+		return
+	case !hasQuery && q.Has("k"):
+		// k alone would be ignored, and the caller would not know why it
+		// got every agent.
+		writeBadRequest(w, queryProblem("k", "%s without query: k is how many matches of ?query= to return", quoted(q.Get("k"))))
+		return
+	}
+	if hasQuery {
 		k := 5
-		if v := q.Get("k"); v != "" {
+		if v := q.Get("k"); q.Has("k") {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > 100 {
-				writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: "query parameter k: want an integer in [1, 100]"})
+				writeBadRequest(w, queryProblem("k", "%s: want an integer in [1, 100]", quoted(v)))
 				return
 			}
 			k = n

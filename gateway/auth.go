@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -145,10 +144,30 @@ func (g *Gateway) routesAuth() {
 		"clients", roles[RoleClient], "viewers", roles[RoleViewer], "admins", roles[RoleAdmin])
 }
 
-// wrap puts the cross-cutting handlers around every route: metrics
-// outermost (so refusals are counted too), then authentication.
+// wrap puts the cross-cutting handlers around every route, in this order:
+// metrics outermost (so refusals are counted too); CORS, which answers
+// preflights (they carry no credentials); 404/405 for no route (the route
+// table is public, so this tells nothing before authentication); the
+// refusal of cross-site writes (crossorigin.go); authentication; the JSON
+// body check of writes (415).
 func (g *Gateway) wrap(h http.Handler) http.Handler {
 	mw := g.cfg.Auth.mw
+	mux, _ := h.(interface {
+		Handler(*http.Request) (http.Handler, string)
+	})
+	var inner http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, ok := g.authenticate(w, r, routeOf(h, r))
+		if !ok {
+			return
+		}
+		if !safeMethod(r.Method) && !jsonBody(w, r) {
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	if g.writes != nil {
+		inner = g.writes.Handler(inner)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route := routeOf(h, r)
 		rec := mw.metrics.track(w, route)
@@ -156,11 +175,10 @@ func (g *Gateway) wrap(h http.Handler) http.Handler {
 		if g.cors(rec, r) {
 			return
 		}
-		r, ok := g.authenticate(rec, r, route)
-		if !ok {
+		if route == routeUnmatched && mux != nil && noRoute(rec, r, mux) {
 			return
 		}
-		h.ServeHTTP(rec, r)
+		inner.ServeHTTP(rec, r)
 	})
 }
 
@@ -202,7 +220,7 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, route str
 		return r, false
 	}
 	if cookie {
-		if err := mw.csrf.Check(r); err != nil {
+		if err := cookieCrossSite(mw.csrf, r); err != nil {
 			g.refuse(w, http.StatusForbidden, "cross_origin", "", "cross-origin request with the "+TokenCookie+" cookie refused: send the token in an Authorization header")
 			return r, false
 		}
@@ -217,7 +235,7 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, route str
 	tenant := gr.tenant
 	if h := r.Header.Get(TenantHeader); h != "" && gr.role == RoleAdmin {
 		if err := subjects.ValidTenant(h); err != nil {
-			writeError(w, http.StatusBadRequest, apiError{Code: "invalid_tenant", Message: fmt.Sprintf("header %s: %v", TenantHeader, err)})
+			writeBadTenant(w, h, err)
 			return r, false
 		}
 		tenant = h
@@ -284,10 +302,17 @@ func (g *Gateway) tenant(w http.ResponseWriter, r *http.Request) (string, bool) 
 		return DefaultTenant, true
 	}
 	if err := subjects.ValidTenant(t); err != nil {
-		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_tenant", Message: fmt.Sprintf("header %s: %v", TenantHeader, err)})
+		writeBadTenant(w, t, err)
 		return "", false
 	}
 	return t, true
+}
+
+// writeBadTenant answers 400 invalid_tenant for a tenant header that is
+// not a tenant id.
+func writeBadTenant(w http.ResponseWriter, value string, err error) {
+	p := headerProblem(TenantHeader, "%s is not a tenant id: %v", quoted(value), err)
+	writeError(w, http.StatusBadRequest, apiError{Code: "invalid_tenant", Message: p.String(), Problems: []Problem{p}})
 }
 
 // mayControl reports whether the request may change workflows (cancel,

@@ -31,6 +31,10 @@ func probeGateway(t *testing.T, tokens []Token) (*Gateway, *bytes.Buffer) {
 	}
 	var logs bytes.Buffer
 	g := &Gateway{cfg: cfg, log: slog.New(slog.NewTextHandler(&logs, nil)), mux: http.NewServeMux()}
+	var err error
+	if g.writes, err = newWriteProtection(cfg.CORS, cfg.Auth.mw.on()); err != nil {
+		t.Fatal(err)
+	}
 	probe := func(w http.ResponseWriter, r *http.Request) {
 		tenant, ok := g.tenant(w, r)
 		if !ok {
@@ -78,7 +82,13 @@ func TestWrapCarriersAndRoles(t *testing.T) {
 		{"cookie same-origin POST", "POST", []string{"Cookie", "agentbus_token=" + tokAcme, "Sec-Fetch-Site", "same-origin"}, 200, "acme true"},
 		{"cookie cross-site POST", "POST", []string{"Cookie", "agentbus_token=" + tokAcme, "Sec-Fetch-Site", "cross-site"}, 403, "cross-origin"},
 		{"cookie foreign origin POST", "POST", []string{"Cookie", "agentbus_token=" + tokAcme, "Origin", "https://evil.example"}, 403, "cross-origin"},
-		{"cookie cross-site GET", "GET", []string{"Cookie", "agentbus_token=" + tokAcme, "Sec-Fetch-Site", "cross-site"}, 200, "acme true"},
+		// A cookie read cross-site is refused too: a page could open a
+		// workflow's events with the user's cookie.
+		{"cookie cross-site GET", "GET", []string{"Cookie", "agentbus_token=" + tokAcme, "Sec-Fetch-Site", "cross-site"}, 403, "cross-origin"},
+		{"cookie same-site GET", "GET", []string{"Cookie", "agentbus_token=" + tokAcme, "Sec-Fetch-Site", "same-site"}, 403, "cross-origin"},
+		{"cookie foreign origin GET", "GET", []string{"Cookie", "agentbus_token=" + tokAcme, "Origin", "https://evil.example"}, 403, "cross-origin"},
+		{"cookie same-origin GET", "GET", []string{"Cookie", "agentbus_token=" + tokAcme, "Sec-Fetch-Site", "same-origin", "Origin", "http://gw.example"}, 200, "acme true"},
+		{"bearer cross-site GET", "GET", []string{"Authorization", "Bearer " + tokAcme, "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example"}, 200, "acme true"},
 		{"header first", "GET", []string{"Authorization", "Bearer nope-nope-nope-nope", "Cookie", "agentbus_token=" + tokAcme}, 401, "unknown token"},
 		{"not bearer", "GET", []string{"Authorization", "Token " + tokAcme}, 401, `want \"Bearer`},
 		{"missing", "GET", nil, 401, "no credentials"},

@@ -39,14 +39,14 @@ func (g *Gateway) body(w http.ResponseWriter, r *http.Request, schema string, v 
 	if err := schemas.Validate(schema, b); err != nil {
 		var ve *schemas.ValidationError
 		if errors.As(err, &ve) {
-			writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: ve.Error(), Problems: ve.Problems})
+			writeInvalidBody(w, ve)
 			return false
 		}
 		writeError(w, http.StatusInternalServerError, apiError{Code: "internal", Message: err.Error()})
 		return false
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: err.Error()})
+		writeBadRequest(w, Problem{In: InBody, Message: err.Error()})
 		return false
 	}
 	return true
@@ -58,11 +58,12 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		writeError(w, http.StatusRequestEntityTooLarge, apiError{Code: "too_large", Message: fmt.Sprintf("body exceeds %d bytes", mbe.Limit)})
+		msg := fmt.Sprintf("body exceeds %d bytes", mbe.Limit)
+		writeError(w, http.StatusRequestEntityTooLarge, apiError{Code: "too_large", Message: msg, Problems: []Problem{{In: InBody, Message: msg}}})
 		return nil, false
 	}
 	if err != nil {
-		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: "reading body: " + err.Error()})
+		writeBadRequest(w, Problem{In: InBody, Message: "reading body: " + err.Error()})
 		return nil, false
 	}
 	return b, true

@@ -3,15 +3,17 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
-
-	"github.com/agentbus/agentbus/schemas"
 )
 
-// apiError is the body of every error answer.
+// apiError is the body of every error answer of the HTTP API (not of
+// JSON-RPC, which has its own): {"error": {"code", "message", "problems"}}.
+// Code is a stable word a program may switch on, Message a sentence for a
+// person, Problems what exactly was wrong with the request, if anything
+// was.
 type apiError struct {
-	Code     string            `json:"code"`
-	Message  string            `json:"message"`
-	Problems []schemas.Problem `json:"problems,omitempty"`
+	Code     string    `json:"code"`
+	Message  string    `json:"message"`
+	Problems []Problem `json:"problems,omitempty"`
 }
 
 func writeError(w http.ResponseWriter, status int, e apiError) {

@@ -99,6 +99,9 @@ type Gateway struct {
 	checkpoints *bus.KV
 	registry    *discovery.Registry
 	mux         *http.ServeMux
+	// writes refuses cross-site state-changing requests (crossorigin.go);
+	// nil refuses none.
+	writes *http.CrossOriginProtection
 	// hubs share one consumer per followed workflow among its live
 	// subscribers; stop ends them.
 	hubs *hubs
@@ -126,7 +129,14 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	g := &Gateway{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "gateway"), checkpoints: kv, registry: reg, mux: http.NewServeMux()}
+	writes, err := newWriteProtection(cfg.CORS, cfg.Auth.mw.on())
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "gateway"), checkpoints: kv, registry: reg, mux: http.NewServeMux(), writes: writes}
+	if slices.Contains(cfg.CORS.Origins, "*") && !cfg.Auth.mw.on() {
+		g.log.Warn(`cors origin "*" with auth off lets any page read, not write: writes from another origin need it listed by name in --cors-origins`)
+	}
 	// Hubs outlive the requests that start them; they end with ctx or Run.
 	hctx, stop := context.WithCancel(ctx)
 	g.hubs, g.stop = newHubs(hctx, g, hubConfig{bufferBytes: cfg.WS.SendQueueBytes / 2, linger: cfg.WS.HubLinger}), stop

@@ -116,6 +116,8 @@ type apiErr struct {
 		Code     string `json:"code"`
 		Message  string `json:"message"`
 		Problems []struct {
+			In      string `json:"in"`
+			Name    string `json:"name"`
 			Pointer string `json:"pointer"`
 			Message string `json:"message"`
 		} `json:"problems"`

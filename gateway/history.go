@@ -40,19 +40,26 @@ func (g *Gateway) list(w http.ResponseWriter, r *http.Request) {
 	case "", events.StateSubmitted, events.StateWorking, events.StateInputRequired, events.StateCompleted,
 		events.StateFailed, events.StateCanceled, events.StateRejected:
 	default:
-		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: fmt.Sprintf("query parameter status: %q is not a workflow state", status)})
+		writeBadRequest(w, queryProblem("status", "%s is not a workflow state: want submitted, working, input-required, completed, failed, canceled or rejected", quoted(string(status))))
 		return
 	}
 	limit := 50
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: "query parameter limit: want an integer in [1, 1000]"})
+			writeBadRequest(w, queryProblem("limit", "%s: want an integer in [1, 1000]", quoted(v)))
 			return
 		}
 		limit = n
 	}
+	// after is the last workflow id of the previous page (its "next" link):
+	// anything else is a mistake that would silently restart or skip the
+	// listing, so it is refused.
 	after := q.Get("after")
+	if err := subjects.ValidWorkflow(after); after != "" && err != nil {
+		writeBadRequest(w, queryProblem("after", "%s is not a workflow id (the cursor is the last workflow_id of the previous page, as its next link gives): %v", quoted(after), err))
+		return
+	}
 	entries, err := g.checkpoints.ListMatching(r.Context(), tenant+".*")
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
@@ -161,7 +168,7 @@ func (g *Gateway) fork(w http.ResponseWriter, r *http.Request) {
 	}
 	if !found {
 		writeError(w, http.StatusNotFound, apiError{Code: "not_found", Message: fmt.Sprintf("workflow %q has no kept checkpoint revision %d", from, req.Revision),
-			Problems: []schemas.Problem{{Pointer: "/revision", Message: "no such revision"}}})
+			Problems: []Problem{{In: InBody, Pointer: "/revision", Message: fmt.Sprintf("no such revision %d", req.Revision)}}})
 		return
 	}
 	g.start(w, r, tenant, req.WorkflowID, events.WorkflowSubmitted{Fork: &events.ForkOf{WorkflowID: from, Revision: req.Revision}})

@@ -198,10 +198,13 @@ func routeOf(h http.Handler, r *http.Request) string {
 		Handler(*http.Request) (http.Handler, string)
 	})
 	if !ok {
-		return "unmatched"
+		return routeUnmatched
 	}
 	if _, pattern := mux.Handler(r); pattern != "" {
 		return pattern
 	}
-	return "unmatched"
+	return routeUnmatched
 }
+
+// routeUnmatched is the route of a request no pattern matches.
+const routeUnmatched = "unmatched"

@@ -118,27 +118,31 @@ func (g *Gateway) resolveStart(ctx context.Context, tenant, workflow string, fro
 // the tenant's workflow {id}. A bad cursor (400), an unknown workflow (404)
 // or an unreachable stream (503) is answered here, and ok is false.
 func (g *Gateway) requestStart(w http.ResponseWriter, r *http.Request, tenant string) (st streamStart, ok bool) {
-	from, err := startOffset(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: err.Error()})
+	from, p := startOffset(r)
+	if p != nil {
+		writeBadRequest(w, *p)
 		return st, false
 	}
 	clientEpoch := r.URL.Query().Get("epoch")
-	if len(clientEpoch) > 256 {
-		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: "query parameter epoch: longer than 256 bytes"})
+	if len(clientEpoch) > maxEpoch {
+		writeBadRequest(w, queryProblem("epoch", "%s is longer than %d bytes: not an epoch this gateway gave", quoted(clientEpoch), maxEpoch))
 		return st, false
 	}
 	cp, ok := g.checkpoint(w, r, tenant)
 	if !ok {
 		return st, false
 	}
-	st, err = g.resolveStart(r.Context(), tenant, r.PathValue("id"), from, clientEpoch, cp)
+	st, err := g.resolveStart(r.Context(), tenant, r.PathValue("id"), from, clientEpoch, cp)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
 		return st, false
 	}
 	return st, true
 }
+
+// maxEpoch bounds ?epoch=. Any other epoch is not refused: it is void
+// (the stream was recreated) and answered with a reset frame.
+const maxEpoch = 256
 
 // resetData is a reset frame's data: the checkpoint as GET state shows it
 // (without the outbox) plus reason, epoch and resume_from.

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -143,18 +142,19 @@ func writeSSE(w http.ResponseWriter, event, id string, v any) {
 // ?from=. Last-Event-ID wins because it is newer than the URL: a browser's
 // EventSource reconnects to the URL it was opened with (…/events?from=0)
 // and says where it got to in the header; reading the URL first replayed
-// the whole workflow on every reconnect.
-func startOffset(r *http.Request) (uint64, error) {
-	v, where := r.Header.Get("Last-Event-ID"), "header Last-Event-ID"
+// the whole workflow on every reconnect. A bad cursor is a Problem naming
+// the header or parameter it came from.
+func startOffset(r *http.Request) (uint64, *Problem) {
+	v, in, name := r.Header.Get("Last-Event-ID"), InHeader, "Last-Event-ID"
 	if v == "" {
-		v, where = r.URL.Query().Get("from"), "query parameter from"
+		v, in, name = r.URL.Query().Get("from"), InQuery, "from"
 	}
 	if v == "" {
 		return 0, nil
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil {
-		return 0, errors.New(where + ": not an offset (a non-negative integer)")
+		return 0, &Problem{In: in, Name: name, Message: quoted(v) + " is not an offset (a non-negative integer)"}
 	}
 	return n, nil
 }

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-
-	"github.com/agentbus/agentbus/schemas"
 )
 
 // TasksSendRequest is the body of the legacy POST /tasks/send, the seed
@@ -115,9 +113,9 @@ func decodeTasksSend(body []byte) (TasksSendRequest, *rpcError) {
 
 // writeLegacyError answers a /tasks/send problem in the REST error shape.
 func writeLegacyError(w http.ResponseWriter, rerr *rpcError) {
-	e := apiError{Code: "invalid_request", Message: rerr.Detail, Problems: rerr.Problems}
+	e := apiError{Code: "invalid_request", Message: rerr.Detail, Problems: bodyProblems(rerr.Problems)}
 	if len(e.Problems) == 0 {
-		e.Problems = []schemas.Problem{{Pointer: rerr.Pointer, Message: rerr.Detail}}
+		e.Problems = []Problem{{In: InBody, Pointer: rerr.Pointer, Message: rerr.Detail}}
 	}
 	if rerr.Pointer != "" {
 		e.Message = rerr.Pointer + ": " + rerr.Detail

@@ -43,6 +43,7 @@ func TestTasksSendStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json") // a write's body must say it is JSON
 	resp, err := s.client.Do(req)
 	if err != nil {
 		t.Fatal(err)

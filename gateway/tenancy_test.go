@@ -73,9 +73,9 @@ var workflowSurfaces = []surface{
 
 // startTenancy starts an auth-on stack with one finished workflow per
 // tenant: acme's "acme-wf" and globex's "globex-wf".
-func startTenancy(t *testing.T) *stack {
+func startTenancy(t *testing.T, tweak ...func(*gateway.Config)) *stack {
 	t.Helper()
-	s := startStack(t, withTokens)
+	s := startStack(t, append([]func(*gateway.Config){withTokens}, tweak...)...)
 	for _, w := range []struct{ id, token, query string }{
 		{"acme-wf", acmeToken, "acme secret plans"},
 		{"globex-wf", globexToken, "globex secret plans"},
@@ -187,7 +187,6 @@ func TestAuthRejections(t *testing.T) {
 		{http.MethodPost, "/v1/workflows", `{"query": "x"}`},
 		{http.MethodGet, "/v1/workflows", ""},
 		{http.MethodGet, "/v1/agents", ""},
-		{http.MethodGet, "/v1/nowhere", ""},
 	}, workflowSurfaces...)
 	for name, c := range creds {
 		for _, sf := range all {
@@ -199,6 +198,13 @@ func TestAuthRejections(t *testing.T) {
 			}
 		}
 	}
+	// No route is 404 (405 for another method) before any token is
+	// asked for: the route table is public, and a client that got the path
+	// wrong learns that rather than to fetch a token.
+	for name, c := range creds {
+		wantError(t, name+" GET /v1/nowhere", s.mustDo(t, http.MethodGet, "/v1/nowhere", nil, c.header...), http.StatusNotFound, "not_found")
+		wantError(t, name+" DELETE /v1/workflows", s.mustDo(t, http.MethodDelete, "/v1/workflows", nil, c.header...), http.StatusMethodNotAllowed, "method_not_allowed")
+	}
 	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
 		if r := s.mustDo(t, http.MethodGet, p, nil); r.Status != http.StatusOK {
 			t.Errorf("GET %s without a token: %d, want 200 (open)", p, r.Status)
@@ -208,7 +214,7 @@ func TestAuthRejections(t *testing.T) {
 
 // TestRolesAndCarriers: a viewer reads but never writes; an admin picks the
 // tenant; a client's X-Agentbus-Tenant is ignored; the cookie works like the
-// header, except for cross-site writes.
+// header, except cross-site (any method).
 func TestRolesAndCarriers(t *testing.T) {
 	s := startTenancy(t)
 	t.Run("viewer reads", func(t *testing.T) {
@@ -274,8 +280,15 @@ func TestRolesAndCarriers(t *testing.T) {
 		s.mustSubmit(t, map[string]any{"query": "same site"}, append(cookie, "Sec-Fetch-Site", "same-origin")...)
 		r := s.mustDo(t, http.MethodPost, "/v1/workflows", []byte(`{"query": "csrf"}`), append(cookie, "Sec-Fetch-Site", "cross-site")...)
 		wantError(t, "cross-site POST with the cookie", r, http.StatusForbidden, "forbidden")
-		// The same request with the header cannot be forged by a page.
-		s.mustSubmit(t, map[string]any{"query": "api from elsewhere"}, append(bearer(acmeToken), "Sec-Fetch-Site", "cross-site")...)
+		// The same request with the header cannot be forged by a page, but a
+		// cross-site write is refused whatever its credentials unless its
+		// origin is allowed (--cors-origins; TestCrossSiteWrites), and a
+		// cross-site read with the cookie is refused too.
+		r = s.mustDo(t, http.MethodPost, "/v1/workflows", []byte(`{"query": "api from elsewhere"}`), append(bearer(acmeToken), "Sec-Fetch-Site", "cross-site")...)
+		wantError(t, "cross-site POST with a bearer token, origin not allowed", r, http.StatusForbidden, "forbidden")
+		r = s.mustDo(t, http.MethodGet, "/v1/workflows/acme-wf", nil, append(cookie, "Sec-Fetch-Site", "cross-site")...)
+		wantError(t, "cross-site GET with the cookie", r, http.StatusForbidden, "forbidden")
+		s.state(t, "/v1/workflows/acme-wf", append(bearer(acmeToken), "Sec-Fetch-Site", "cross-site")...)
 	})
 }
 

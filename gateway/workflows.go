@@ -51,7 +51,7 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request) {
 	if err := schemas.Validate(schemas.WorkflowRequest, body); err != nil {
 		var ve *schemas.ValidationError
 		if errors.As(err, &ve) {
-			writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: ve.Error(), Problems: ve.Problems})
+			writeInvalidBody(w, ve)
 			return
 		}
 		writeError(w, http.StatusInternalServerError, apiError{Code: "internal", Message: err.Error()})
@@ -59,7 +59,7 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	var req SubmitRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, apiError{Code: "invalid_request", Message: err.Error()})
+		writeBadRequest(w, Problem{In: InBody, Message: err.Error()})
 		return
 	}
 	g.start(w, r, tenant, req.WorkflowID, events.WorkflowSubmitted{Query: req.Query, Plan: req.Plan, Metadata: req.Metadata, TimeoutMS: req.TimeoutMS})
@@ -124,12 +124,14 @@ func (g *Gateway) state(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, cp)
 }
 
-// checkpoint loads the {id} workflow's checkpoint or writes 400/404/503.
+// checkpoint loads the {id} workflow's checkpoint or writes 404/503.
 func (g *Gateway) checkpoint(w http.ResponseWriter, r *http.Request, tenant string) (map[string]json.RawMessage, bool) {
 	id := r.PathValue("id")
 	key, err := subjects.CheckpointKey(tenant, id)
 	if err != nil {
-		writeError(w, http.StatusNotFound, apiError{Code: "not_found", Message: fmt.Sprintf("no workflow %q", id)})
+		// 404 as for any unknown id (no such workflow can exist), saying why.
+		writeError(w, http.StatusNotFound, apiError{Code: "not_found", Message: fmt.Sprintf("no workflow %q", id),
+			Problems: []Problem{pathProblem("id", "%s is not a workflow id: %v", quoted(id), err)}})
 		return nil, false
 	}
 	e, err := g.checkpoints.Get(r.Context(), key)

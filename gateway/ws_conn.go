@@ -244,7 +244,7 @@ func (wc *wsConn) read(ctx context.Context) error {
 			for i, p := range probs {
 				msgs[i] = p.Pointer + ": " + p.Message
 			}
-			wc.sendData(ctx, FrameClientError, apiError{Code: "invalid_frame", Message: "malformed client frame: " + strings.Join(msgs, "; "), Problems: probs})
+			wc.sendData(ctx, FrameClientError, apiError{Code: "invalid_frame", Message: "malformed client frame: " + strings.Join(msgs, "; "), Problems: bodyProblems(probs)})
 			continue
 		}
 		if !wc.mayControl {
