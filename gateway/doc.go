@@ -9,8 +9,14 @@
 // operations (GET /healthz, /readyz, /metrics).
 //
 // Data enters as HTTP requests whose bodies are validated against the
-// embedded JSON Schemas (package schemas); a bad body gets 400 with the JSON
-// pointer of every bad field, an oversize one 413. Submissions leave as
+// embedded JSON Schemas (package schemas). Every error answer of the HTTP
+// API is {"error": {"code", "message", "problems"}}, each Problem naming
+// where the request went wrong: a query parameter, header or path
+// parameter by name, a body value by JSON pointer (problems.go); no route
+// is 404, another method 405 with Allow (noroute.go). A write's body must
+// be application/json (415) and a cross-site write, or any cross-site use
+// of the token cookie, is refused 403 (crossorigin.go). JSON-RPC at /a2a
+// answers its own errors in JSON-RPC. Submissions leave as
 // io.agentbus.workflow.submitted.v1 CloudEvents on the tenant's submit
 // subject; events come back from the workflow's event log in JetStream, each
 // as an events.Frame whose offset is its stream sequence.

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,6 +77,8 @@ func TestErrorShape(t *testing.T) {
 		{"content type", "POST", "/v1/workflows", `{"query": "x"}`, []string{"Content-Type", "text/plain"}, 415, "unsupported_media_type", &problem{"header", "Content-Type", `"text/plain"`}},
 		{"content type charset", "POST", "/v1/workflows", `{"query": "x"}`, []string{"Content-Type", "application/json; charset=latin1"}, 415, "unsupported_media_type", &problem{"header", "Content-Type", "latin1"}},
 		{"content type form", "POST", "/v1/workflows/known/cancel", `a=b`, []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "unsupported_media_type", &problem{"header", "Content-Type", "form-urlencoded"}},
+		{"ws foreign origin", "GET", "/v1/workflows/known/ws", "", append(slices.Clone(wsHandshake), "Origin", "https://evil.example"), 403, "forbidden", &problem{"header", "Origin", "evil.example"}},
+		{"ws not an upgrade", "GET", "/v1/workflows/known/ws", "", nil, 426, "upgrade_required", &problem{"header", "Upgrade", "Upgrade"}},
 		// Path and body.
 		{"path id", "GET", "/v1/workflows/Not.An.Id", "", nil, 404, "not_found", &problem{"path", "id", `"Not.An.Id"`}},
 		{"body schema", "POST", "/v1/workflows", `{"plan": {"steps": [{"id": "A", "capability": "Echo"}]}}`, nil, 400, "invalid_request", &problem{"body", "/plan/steps/0/capability", "Echo"}},

@@ -145,9 +145,11 @@ func (g *Gateway) ws(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	cw := &corkWriter{ResponseWriter: w}
-	c, err := websocket.Accept(cw, r, &websocket.AcceptOptions{Subprotocols: []string{WSSubprotocol}, OriginPatterns: g.cfg.WS.OriginPatterns})
+	rw := &refusalWriter{corkWriter: cw}
+	c, err := websocket.Accept(rw, r, &websocket.AcceptOptions{Subprotocols: []string{WSSubprotocol}, OriginPatterns: g.cfg.WS.OriginPatterns})
 	if err != nil || cw.conn == nil {
-		return // Accept answered the request
+		rw.answer(r) // Accept refused: in the error shape, not its text/plain
+		return
 	}
 	g.sockets.Add(1)
 	defer g.sockets.Done()
