@@ -130,6 +130,11 @@ func TestReadyzFollowsTheConnection(t *testing.T) {
 	if code != http.StatusServiceUnavailable || rd.Status != "not ready" || len(rd.Missing) != 1 || !strings.HasPrefix(rd.Missing[0], "NATS connection") {
 		t.Fatalf("GET /readyz after the connection closed: %d %+v, want 503 naming the NATS connection", code, rd)
 	}
+	// A 503 in the API's error shape too, beside status and missing.
+	e := wantError(t, "GET /readyz after the connection closed", s.mustDo(t, http.MethodGet, "/readyz", nil), http.StatusServiceUnavailable, "unavailable")
+	if !strings.Contains(e.Error.Message, "NATS connection") {
+		t.Errorf("GET /readyz: error message %q does not name the NATS connection", e.Error.Message)
+	}
 }
 
 func TestReadyzNamesWhatIsMissing(t *testing.T) {

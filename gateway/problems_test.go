@@ -81,6 +81,16 @@ func TestErrorShape(t *testing.T) {
 		{"ws not an upgrade", "GET", "/v1/workflows/known/ws", "", nil, 426, "upgrade_required", &problem{"header", "Upgrade", "Upgrade"}},
 		// Path and body.
 		{"path id", "GET", "/v1/workflows/Not.An.Id", "", nil, 404, "not_found", &problem{"path", "id", `"Not.An.Id"`}},
+		// An unknown workflow is 404 at once on every surface, streams
+		// included (agentbus watch relies on it): a stream that opened
+		// instead would hold this request until the test's deadline.
+		{"state unknown id", "GET", "/v1/workflows/nope", "", nil, 404, "not_found", &problem{"path", "id", `"nope"`}},
+		{"events unknown id", "GET", "/v1/workflows/nope/events", "", nil, 404, "not_found", &problem{"path", "id", `"nope"`}},
+		{"events unknown id, Last-Event-ID", "GET", "/v1/workflows/nope/events?from=0", "", []string{"Last-Event-ID", "7"}, 404, "not_found", &problem{"path", "id", `"nope"`}},
+		{"ws unknown id", "GET", "/v1/workflows/nope/ws", "", nil, 404, "not_found", &problem{"path", "id", `"nope"`}},
+		{"checkpoints unknown id", "GET", "/v1/workflows/nope/checkpoints", "", nil, 404, "not_found", &problem{"path", "id", `"nope"`}},
+		{"cancel unknown id", "POST", "/v1/workflows/nope/cancel", `{}`, nil, 404, "not_found", &problem{"path", "id", `"nope"`}},
+		{"body too large", "POST", "/v1/workflows", `{"query": "` + strings.Repeat("q", 1<<20) + `"}`, nil, 413, "too_large", &problem{"body", "", "exceeds"}},
 		{"body schema", "POST", "/v1/workflows", `{"plan": {"steps": [{"id": "A", "capability": "Echo"}]}}`, nil, 400, "invalid_request", &problem{"body", "/plan/steps/0/capability", "Echo"}},
 		{"body not JSON", "POST", "/v1/workflows/known/cancel", `{nope`, nil, 400, "invalid_request", &problem{"body", "", "JSON"}},
 		{"body fork revision", "POST", "/v1/workflows/known/fork", `{"revision": 999}`, nil, 404, "not_found", &problem{"body", "/revision", "999"}},

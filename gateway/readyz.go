@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/agentbus/agentbus/bus"
@@ -28,7 +29,12 @@ const readyTimeout = 3 * time.Second
 func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	missing := g.missing(r.Context())
 	if len(missing) > 0 {
-		writeJSON(w, http.StatusServiceUnavailable, Readiness{Status: "not ready", Missing: missing})
+		// The API's error beside status and missing: a client that reads
+		// every 5xx the one way (error.code, error.message) reads this too.
+		writeJSON(w, http.StatusServiceUnavailable, struct {
+			Readiness
+			Error apiError `json:"error"`
+		}{Readiness{Status: "not ready", Missing: missing}, apiError{Code: "unavailable", Message: "not ready: missing " + strings.Join(missing, ", ")}})
 		return
 	}
 	writeJSON(w, http.StatusOK, Readiness{Status: "ready"})

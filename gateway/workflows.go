@@ -136,7 +136,9 @@ func (g *Gateway) checkpoint(w http.ResponseWriter, r *http.Request, tenant stri
 	}
 	e, err := g.checkpoints.Get(r.Context(), key)
 	if errors.Is(err, bus.ErrNotFound) {
-		writeError(w, http.StatusNotFound, apiError{Code: "not_found", Message: fmt.Sprintf("no workflow %q", id)})
+		// The same answer for another tenant's workflow: nothing says it exists.
+		writeError(w, http.StatusNotFound, apiError{Code: "not_found", Message: fmt.Sprintf("no workflow %q", id),
+			Problems: []Problem{pathProblem("id", "no workflow %s", quoted(id))}})
 		return nil, false
 	}
 	if err != nil {
