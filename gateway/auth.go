@@ -204,24 +204,29 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, route str
 	if !mw.on() || openRoute(r, route) {
 		return r, true
 	}
-	secret, cookie, err := bearerCredentials(r)
+	secret, from, err := bearerCredentials(r)
 	if err != nil {
-		g.refuse(w, http.StatusUnauthorized, "malformed", `Bearer realm="agentbus", error="invalid_request"`, err.Error())
+		g.refuse(w, http.StatusUnauthorized, "malformed", `Bearer realm="agentbus", error="invalid_request"`, err.Error(),
+			headerProblem("Authorization", `want "Bearer <token>"`))
 		return r, false
 	}
 	if secret == "" {
 		g.refuse(w, http.StatusUnauthorized, "missing", `Bearer realm="agentbus"`,
-			`no credentials: send "Authorization: Bearer <token>" (or, from a browser, the `+TokenCookie+` cookie or the `+BearerSubprotocol+`<token> WebSocket subprotocol)`)
+			`no credentials: send "Authorization: Bearer <token>" (or, from a browser, the `+TokenCookie+` cookie or the `+BearerSubprotocol+`<token> WebSocket subprotocol)`,
+			headerProblem("Authorization", "missing"))
 		return r, false
 	}
 	gr, ok := mw.lookup(secret)
 	if !ok {
-		g.refuse(w, http.StatusUnauthorized, "invalid", `Bearer realm="agentbus", error="invalid_token"`, "unknown token")
+		// Name where the token came from, never the token.
+		g.refuse(w, http.StatusUnauthorized, "invalid", `Bearer realm="agentbus", error="invalid_token"`, "unknown token",
+			headerProblem(from, "unknown token"))
 		return r, false
 	}
-	if cookie {
+	if from == headerCookie {
 		if err := cookieCrossSite(mw.csrf, r); err != nil {
-			g.refuse(w, http.StatusForbidden, "cross_origin", "", "cross-origin request with the "+TokenCookie+" cookie refused: send the token in an Authorization header")
+			g.refuse(w, http.StatusForbidden, "cross_origin", "", "cross-origin request with the "+TokenCookie+" cookie refused: send the token in an Authorization header",
+				headerProblem(headerCookie, "the %s cookie is not accepted cross-site (Sec-Fetch-Site %s, Origin %s)", TokenCookie, quoted(r.Header.Get("Sec-Fetch-Site")), quoted(r.Header.Get("Origin"))))
 			return r, false
 		}
 	}
@@ -229,7 +234,8 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, route str
 	// A2A handler refuses a viewer's writes by method (mayControl).
 	readOnly := r.Method == http.MethodGet || r.Method == http.MethodHead || (r.Method == http.MethodPost && r.URL.Path == "/a2a")
 	if gr.role == RoleViewer && !readOnly {
-		g.refuse(w, http.StatusForbidden, "forbidden", `Bearer realm="agentbus", error="insufficient_scope"`, "a viewer token is read-only: "+r.Method+" needs a client or admin token")
+		g.refuse(w, http.StatusForbidden, "forbidden", `Bearer realm="agentbus", error="insufficient_scope"`, "a viewer token is read-only: "+r.Method+" needs a client or admin token",
+			headerProblem(from, "a viewer token: %s needs a client or admin token", r.Method))
 		return r, false
 	}
 	tenant := gr.tenant
@@ -244,8 +250,9 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, route str
 }
 
 // refuse answers 401 or 403 and counts it; challenge, if set, goes in
-// WWW-Authenticate. Nothing about the token is logged.
-func (g *Gateway) refuse(w http.ResponseWriter, status int, reason, challenge, msg string) {
+// WWW-Authenticate, and p names the header the credential came in (never
+// its value). Nothing about the token is logged.
+func (g *Gateway) refuse(w http.ResponseWriter, status int, reason, challenge, msg string, p Problem) {
 	g.stats().authFailures.WithLabelValues(reason).Inc()
 	if challenge != "" {
 		w.Header().Set("WWW-Authenticate", challenge)
@@ -254,36 +261,40 @@ func (g *Gateway) refuse(w http.ResponseWriter, status int, reason, challenge, m
 	if status == http.StatusForbidden {
 		code = "forbidden"
 	}
-	writeError(w, status, apiError{Code: code, Message: msg})
+	writeError(w, status, apiError{Code: code, Message: msg, Problems: []Problem{p}})
 }
 
 // errBadAuthorization is a present Authorization header that is not a
 // bearer token; its value is never echoed.
 var errBadAuthorization = errors.New(`header Authorization: want "Bearer <token>"`)
 
+// headerCookie is the header the token cookie comes in.
+const headerCookie = "Cookie"
+
 // bearerCredentials returns the request's token, from the first of the
 // Authorization header, a WebSocket handshake's bearer subprotocol and the
-// cookie that is present, and whether it came from the cookie.
-func bearerCredentials(r *http.Request) (secret string, cookie bool, err error) {
+// cookie that is present, and the header it came in (headerCookie for the
+// cookie).
+func bearerCredentials(r *http.Request) (secret, from string, err error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, tok, found := strings.Cut(h, " ")
 		tok = strings.TrimSpace(tok)
 		if !found || !strings.EqualFold(scheme, "Bearer") || tok == "" {
-			return "", false, errBadAuthorization
+			return "", "Authorization", errBadAuthorization
 		}
-		return tok, false, nil
+		return tok, "Authorization", nil
 	}
 	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
 		for p := range strings.SplitSeq(v, ",") {
 			if tok, ok := strings.CutPrefix(strings.TrimSpace(p), BearerSubprotocol); ok && tok != "" {
-				return tok, false, nil
+				return tok, "Sec-WebSocket-Protocol", nil
 			}
 		}
 	}
 	if c, err := r.Cookie(TokenCookie); err == nil && c.Value != "" {
-		return c.Value, true, nil
+		return c.Value, headerCookie, nil
 	}
-	return "", false, nil
+	return "", "", nil
 }
 
 // tenant returns the request's tenant or writes a 400 (bad header, auth
@@ -294,7 +305,7 @@ func (g *Gateway) tenant(w http.ResponseWriter, r *http.Request) (string, bool) 
 	}
 	if g.cfg.Auth.mw.on() {
 		// Fail closed: only wrap may vouch for a tenant.
-		g.refuse(w, http.StatusUnauthorized, "missing", `Bearer realm="agentbus"`, "not authenticated")
+		g.refuse(w, http.StatusUnauthorized, "missing", `Bearer realm="agentbus"`, "not authenticated", headerProblem("Authorization", "not authenticated"))
 		return "", false
 	}
 	t := r.Header.Get(TenantHeader)

@@ -109,7 +109,10 @@ func TestCrossSiteCookie(t *testing.T) {
 		"allowed origin, no SFS": {"Origin", appOrigin},
 	} {
 		r := s.mustDo(t, http.MethodGet, "/v1/workflows/acme-wf", nil, append(slices.Clone(cookie), h...)...)
-		wantError(t, "GET with the cookie, "+name, r, http.StatusForbidden, "forbidden")
+		e := wantError(t, "GET with the cookie, "+name, r, http.StatusForbidden, "forbidden")
+		if len(e.Error.Problems) != 1 || e.Error.Problems[0].In != gateway.InHeader || e.Error.Problems[0].Name != "Cookie" {
+			t.Errorf("GET with the cookie, %s: problems %+v, want one naming header Cookie", name, e.Error.Problems)
+		}
 	}
 	r := s.mustDo(t, http.MethodGet, "/v1/workflows/acme-wf", nil, append(bearer(acmeToken), "Sec-Fetch-Site", "cross-site", "Origin", appOrigin)...)
 	if r.Status != http.StatusOK || r.Header.Get("Access-Control-Allow-Origin") != appOrigin {

@@ -175,13 +175,14 @@ func TestAuthRejections(t *testing.T) {
 	creds := map[string]struct {
 		header    []string
 		challenge string
+		in        string // the header the problem names: where the credential came, or should have
 	}{
-		"none":        {nil, `Bearer realm="agentbus"`},
-		"unknown":     {bearer("not-a-real-token-000000000"), `error="invalid_token"`},
-		"basic":       {[]string{"Authorization", "Basic YWxpY2U6c2VjcmV0"}, `error="invalid_request"`},
-		"empty":       {[]string{"Authorization", "Bearer "}, `error="invalid_request"`},
-		"tenant only": {[]string{gateway.TenantHeader, "acme"}, `Bearer realm="agentbus"`},
-		"bad cookie":  {[]string{"Cookie", gateway.TokenCookie + "=nope-nope-nope-nope-nope"}, `error="invalid_token"`},
+		"none":        {nil, `Bearer realm="agentbus"`, "Authorization"},
+		"unknown":     {bearer("not-a-real-token-000000000"), `error="invalid_token"`, "Authorization"},
+		"basic":       {[]string{"Authorization", "Basic YWxpY2U6c2VjcmV0"}, `error="invalid_request"`, "Authorization"},
+		"empty":       {[]string{"Authorization", "Bearer "}, `error="invalid_request"`, "Authorization"},
+		"tenant only": {[]string{gateway.TenantHeader, "acme"}, `Bearer realm="agentbus"`, "Authorization"},
+		"bad cookie":  {[]string{"Cookie", gateway.TokenCookie + "=nope-nope-nope-nope-nope"}, `error="invalid_token"`, "Cookie"},
 	}
 	all := append([]surface{
 		{http.MethodPost, "/v1/workflows", `{"query": "x"}`},
@@ -192,7 +193,13 @@ func TestAuthRejections(t *testing.T) {
 		for _, sf := range all {
 			m, p, b := sf.on("acme-wf")
 			r := s.mustDo(t, m, p, b, sf.headers(c.header)...)
-			wantError(t, name+" "+m+" "+p, r, http.StatusUnauthorized, "unauthorized")
+			e := wantError(t, name+" "+m+" "+p, r, http.StatusUnauthorized, "unauthorized")
+			if len(e.Error.Problems) != 1 || e.Error.Problems[0].In != gateway.InHeader || e.Error.Problems[0].Name != c.in {
+				t.Errorf("%s %s %s: problems %+v, want one naming header %s", name, m, p, e.Error.Problems, c.in)
+			}
+			if strings.Contains(string(r.Body), "YWxpY2U6c2VjcmV0") || strings.Contains(string(r.Body), "nope-nope") {
+				t.Errorf("%s %s %s: the answer echoes the credential: %s", name, m, p, r.Body)
+			}
 			if ch := r.Header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, "Bearer ") || !strings.Contains(ch, c.challenge) {
 				t.Errorf("%s %s %s: WWW-Authenticate %q, want %q", name, m, p, ch, c.challenge)
 			}
