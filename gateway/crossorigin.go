@@ -79,6 +79,18 @@ func cookieCrossSite(cookie *http.CrossOriginProtection, r *http.Request) error 
 	return cookie.Check(&probe)
 }
 
+// crossSiteWrite reports why a request would be refused as a cross-site
+// write, or nil, whatever its method: a WebSocket handshake is a GET, which
+// the protection lets through, yet its control frames cancel and approve.
+// A socket that fails this may watch but not control ("*" with auth off
+// lets any page read, not write).
+func (g *Gateway) crossSiteWrite(r *http.Request) error {
+	if g.writes == nil {
+		return nil
+	}
+	return cookieCrossSite(g.writes, r) // the same probe: r as if it were a POST
+}
+
 // safeMethod reports whether a request's method changes nothing.
 func safeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/agentbus/agentbus/bus/bustest"
@@ -142,4 +143,41 @@ func TestCrossSiteAnyOrigin(t *testing.T) {
 	}
 	r = on.mustDo(t, http.MethodPost, "/v1/workflows", []byte(`{"query": "x"}`), append([]string{"Cookie", gateway.TokenCookie + "=" + acmeToken}, evil...)...)
 	wantError(t, `auth on, "*": a cross-site write with the cookie`, r, http.StatusForbidden, "forbidden")
+}
+
+// TestCrossSiteWebSocketControl: a WebSocket handshake is a GET, so the
+// refusal of cross-site writes does not stop it; its cancel and approve
+// frames are writes all the same. With auth off and "*", a page on any
+// origin may watch a workflow but its control frames are refused; the
+// gateway's own page and a client that is no browser may control.
+func TestCrossSiteWebSocketControl(t *testing.T) {
+	s := startGateway(t, bustest.New(t), func(c *gateway.Config) { c.CORS.Origins = []string{"*"} })
+	bareWorkflow(t, s.env, "ws-csrf", "working")
+	path := "/v1/workflows/ws-csrf/ws"
+
+	page := s.session(t, path, "Origin", "https://elsewhere.example", "Sec-Fetch-Site", "cross-site")
+	page.await("connected", ofType(gateway.FrameConnected))
+	for _, frame := range []string{`{"type":"cancel","reason":"csrf"}`, `{"type":"approve","approve":true}`} {
+		page.send(frame)
+		r := controlResultOf(t, page.await("control_result", ofType(gateway.FrameControlResult)))
+		if r.Error != "forbidden" || r.Applied || !strings.Contains(r.Message, "elsewhere.example") {
+			t.Fatalf("%s from another origin's page: %+v, want error forbidden naming the origin", frame, r)
+		}
+	}
+	_ = page.c.CloseNow()
+
+	// No orchestrator runs here: a control frame that is let through is
+	// answered that none answered, not forbidden.
+	for name, h := range map[string][]string{
+		"own page": {"Origin", s.base, "Sec-Fetch-Site", "same-origin"},
+		"CLI":      nil,
+	} {
+		ws := s.session(t, path, h...)
+		ws.await("connected", ofType(gateway.FrameConnected))
+		ws.send(`{"type":"cancel","reason":"mine"}`)
+		if r := controlResultOf(t, ws.await("control_result", ofType(gateway.FrameControlResult))); r.Error == "forbidden" {
+			t.Fatalf("cancel from the %s: %+v, want it let through", name, r)
+		}
+		_ = ws.c.CloseNow()
+	}
 }

@@ -25,7 +25,8 @@ import (
 // A client may send, on the same socket, {"type":"cancel","reason":…} and
 // {"type":"approve","approve":true|false,"comment":…,"step_id":…}; each is
 // answered by a control_result frame (error "forbidden" for a viewer's
-// token), a malformed one by a frame_error frame whose problems carry JSON
+// token, or from a page on an origin not listed by name in --cors-origins:
+// the handshake is a GET, but these frames are writes), a malformed one by a frame_error frame whose problems carry JSON
 // pointers — the connection stays open.
 //
 // Close codes:
@@ -154,6 +155,16 @@ func (g *Gateway) ws(w http.ResponseWriter, r *http.Request) {
 	g.sockets.Add(1)
 	defer g.sockets.Done()
 	c.SetReadLimit(g.cfg.WS.ReadLimit)
-	wc := newWSConn(g, c, cw.conn, tenant, id, st.Epoch, g.mayControl(r))
+	var refusal func(action string) string
+	switch {
+	case !g.mayControl(r):
+		refusal = func(a string) string { return "this token may watch the workflow but not " + a + " it" }
+	case g.crossSiteWrite(r) != nil:
+		origin := quoted(r.Header.Get("Origin"))
+		refusal = func(a string) string {
+			return "a page on another origin (" + origin + ") may watch the workflow but not " + a + " it: the gateway must list its origin in --cors-origins"
+		}
+	}
+	wc := newWSConn(g, c, cw.conn, tenant, id, st.Epoch, refusal)
 	wc.serve(r.Context(), st)
 }

@@ -31,17 +31,18 @@ type wsConn struct {
 	tenant, workflow, epoch string
 	q                       *sendQueue
 	sub                     *subscriber
-	// mayControl is false for a viewer: its control frames are refused.
-	mayControl bool
+	// refusal, when not nil, refuses every control frame with its answer
+	// for the frame's action: a viewer's token, a page on another origin.
+	refusal func(action string) string
 	// sent counts event frames written (frames_sent_total{kind="ws"}).
 	sent prometheus.Counter
 	last atomic.Int64 // UnixNano of the last pong or client frame
 	busy atomic.Bool  // a control request is in flight
 }
 
-func newWSConn(g *Gateway, c *websocket.Conn, cork *corkConn, tenant, workflow, epoch string, mayControl bool) *wsConn {
+func newWSConn(g *Gateway, c *websocket.Conn, cork *corkConn, tenant, workflow, epoch string, refusal func(action string) string) *wsConn {
 	q := newSendQueue(g.cfg.WS.SendQueueBytes, metricKindWS)
-	return &wsConn{g: g, c: c, cork: cork, tenant: tenant, workflow: workflow, epoch: epoch, mayControl: mayControl,
+	return &wsConn{g: g, c: c, cork: cork, tenant: tenant, workflow: workflow, epoch: epoch, refusal: refusal,
 		q: q, sent: g.stats().framesSent.WithLabelValues(metricKindWS)}
 }
 
@@ -247,9 +248,9 @@ func (wc *wsConn) read(ctx context.Context) error {
 			wc.sendData(ctx, FrameClientError, apiError{Code: "invalid_frame", Message: "malformed client frame: " + strings.Join(msgs, "; "), Problems: bodyProblems(probs)})
 			continue
 		}
-		if !wc.mayControl {
+		if wc.refusal != nil {
 			wc.sendData(ctx, FrameControlResult, WSControlResult{Error: "forbidden",
-				ControlResult: events.ControlResult{WorkflowID: wc.workflow, Message: "this token may watch the workflow but not " + f.Type + " it"}})
+				ControlResult: events.ControlResult{WorkflowID: wc.workflow, Message: wc.refusal(f.Type)}})
 			continue
 		}
 		wc.busy.Store(true)
