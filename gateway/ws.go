@@ -25,9 +25,10 @@ import (
 // A client may send, on the same socket, {"type":"cancel","reason":…} and
 // {"type":"approve","approve":true|false,"comment":…,"step_id":…}; each is
 // answered by a control_result frame (error "forbidden" for a viewer's
-// token, or from a page on an origin not listed by name in --cors-origins:
-// the handshake is a GET, but these frames are writes), a malformed one by a frame_error frame whose problems carry JSON
-// pointers — the connection stays open.
+// token, or from a page on another origin that a cross-site POST would be
+// refused for: the handshake is a GET, but these frames are writes), a
+// malformed one by a frame_error frame whose problems carry JSON pointers —
+// the connection stays open.
 //
 // Close codes:
 //
