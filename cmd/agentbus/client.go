@@ -62,14 +62,16 @@ func (c *client) do(ctx context.Context, method, path string, body []byte) (*htt
 	return resp, nil
 }
 
-// apiErr turns an error answer into a readable error naming every bad field.
+// apiErr turns an error answer into a readable error: the gateway's
+// message, then every problem with where it is (query parameter, header,
+// path parameter or JSON pointer into the body).
 func apiErr(resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var e struct {
 		Error struct {
-			Code     string `json:"code"`
-			Message  string `json:"message"`
-			Problems []struct{ Pointer, Message string }
+			Code     string            `json:"code"`
+			Message  string            `json:"message"`
+			Problems []gateway.Problem `json:"problems"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
@@ -78,13 +80,14 @@ func apiErr(resp *http.Response) error {
 		}
 		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
-	if len(e.Error.Problems) == 0 {
-		return fmt.Errorf("%s: %s", resp.Status, e.Error.Message)
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s", resp.Status, e.Error.Code)
+	fmt.Fprintf(&b, "%s: %s", resp.Status, e.Error.Message)
 	for _, p := range e.Error.Problems {
-		fmt.Fprintf(&b, "\n  %s: %s", p.Pointer, p.Message)
+		if p.In == "" && p.Pointer == "" && p.Name == "" {
+			fmt.Fprintf(&b, "\n  %s", p.Message)
+			continue
+		}
+		fmt.Fprintf(&b, "\n  %s", p)
 	}
 	return errors.New(b.String())
 }
