@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentbus/agentbus/subjects"
@@ -45,6 +46,26 @@ func (e *IncompatibleError) Error() string {
 // Unwrap lets errors.Is(err, ErrIncompatible) hold.
 func (e *IncompatibleError) Unwrap() error { return ErrIncompatible }
 
+// ErrReplicas is wrapped by *ReplicasError.
+var ErrReplicas = errors.New("bus: existing stream or bucket has another replica count")
+
+// ReplicasError says that an existing stream or bucket has Have replicas
+// where Want were asked for. Provision changes replicas only when told to
+// (StreamsConfig.UpdateReplicas), never in silence.
+type ReplicasError struct {
+	Kind       string // "stream" or "bucket"
+	Name       string
+	Have, Want int
+}
+
+func (e *ReplicasError) Error() string {
+	return fmt.Sprintf("bus: %s %s has %d replicas, want %d (%+d); agentbus changes replicas in place only when asked to",
+		e.Kind, e.Name, e.Have, e.Want, e.Want-e.Have)
+}
+
+// Unwrap lets errors.Is(err, ErrReplicas) hold.
+func (e *ReplicasError) Unwrap() error { return ErrReplicas }
+
 // StreamsConfig sizes the streams and buckets. The zero value means defaults.
 type StreamsConfig struct {
 	// EventsMaxAge is how long client events are kept; default 7 days.
@@ -55,6 +76,10 @@ type StreamsConfig struct {
 	Replicas int
 	// CheckpointHistory is how many revisions of each checkpoint are kept; default 64.
 	CheckpointHistory int
+	// UpdateReplicas lets Provision change the replicas of an existing
+	// stream or bucket in place (JetStream moves it with no downtime);
+	// without it a different replica count is a *ReplicasError.
+	UpdateReplicas bool
 }
 
 func (c *StreamsConfig) setDefaults() {
@@ -133,24 +158,77 @@ func (c StreamsConfig) buckets() []jetstream.KeyValueConfig {
 
 // Provision creates every stream and bucket agentbus needs, or checks that
 // the existing ones are compatible. It is idempotent and never changes an
-// existing stream: a difference is reported as an *IncompatibleError (all of
-// them joined).
+// existing stream except its replicas, and those only with
+// cfg.UpdateReplicas: a difference is reported as an *IncompatibleError or
+// a *ReplicasError (all of them joined).
+//
+// On a cluster that is still forming (no JetStream meta leader yet, fewer
+// servers than replicas) Provision waits, saying so in the log, until the
+// cluster can place the streams or ctx ends.
 func (b *Bus) Provision(ctx context.Context, cfg StreamsConfig) error {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	var said time.Time
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := b.provision(actx, cfg)
+		cancel()
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		if time.Since(said) > 5*time.Second {
+			b.log.Info("waiting for the JetStream cluster to place agentbus's streams", "replicas", cfg.Replicas, "err", err)
+			said = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bus: provision: %w (last: %w)", ctx.Err(), err)
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (b *Bus) provision(ctx context.Context, cfg StreamsConfig) error {
 	var errs []error
 	for _, want := range cfg.streams() {
-		errs = append(errs, b.ensureStream(ctx, want))
+		errs = append(errs, b.ensureStream(ctx, want, cfg.UpdateReplicas))
 	}
 	for _, want := range cfg.buckets() {
-		errs = append(errs, b.ensureBucket(ctx, want))
+		errs = append(errs, b.ensureBucket(ctx, want, cfg.UpdateReplicas))
 	}
 	return errors.Join(errs...)
 }
 
-func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig) error {
+// transient reports whether a provisioning error comes from a cluster that
+// is not ready yet (no meta leader, too few servers, a request that timed
+// out), not from what agentbus asked for.
+func transient(err error) bool {
+	if errors.Is(err, ErrIncompatible) || errors.Is(err, ErrReplicas) {
+		return false
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch {
+		case apiErr.Code == 503, apiErr.Code == 408:
+			return true
+		case apiErr.ErrorCode == jsErrNoPeers:
+			return true
+		}
+		return false
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)
+}
+
+// jsErrNoPeers is nats-server's error code (errors.json) for "no suitable
+// peers for placement": fewer servers have joined than the replicas ask
+// for. The other not-yet errors (10008 JetStream system temporarily
+// unavailable, 10023 insufficient resources) answer 503.
+const jsErrNoPeers = 10005
+
+func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig, update bool) error {
 	s, err := b.js.Stream(ctx, want.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		if _, err := b.js.CreateStream(ctx, want); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
@@ -176,17 +254,35 @@ func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig) err
 	diff("storage", have.Storage, want.Storage)
 	diff("max age", have.MaxAge, want.MaxAge)
 	diff("duplicates window", have.Duplicates, want.Duplicates)
-	diff("replicas", have.Replicas, want.Replicas)
 	if want.Metadata[EpochKey] != "" && have.Metadata[EpochKey] == "" {
 		diffs = append(diffs, "metadata has no "+EpochKey)
 	}
 	if len(diffs) > 0 {
+		diff("replicas", have.Replicas, want.Replicas)
 		return &IncompatibleError{Kind: "stream", Name: want.Name, Differences: diffs}
 	}
+	return b.ensureReplicas(ctx, "stream", want.Name, have, want.Replicas, update)
+}
+
+// ensureReplicas reports a stream (or a bucket's stream) whose replica
+// count differs from want, or, with update, changes it in place.
+func (b *Bus) ensureReplicas(ctx context.Context, kind, name string, have jetstream.StreamConfig, want int, update bool) error {
+	if have.Replicas == want {
+		return nil
+	}
+	if !update {
+		return &ReplicasError{Kind: kind, Name: name, Have: have.Replicas, Want: want}
+	}
+	from := have.Replicas
+	have.Replicas = want
+	if _, err := b.js.UpdateStream(ctx, have); err != nil {
+		return fmt.Errorf("bus: scale %s %s from %d to %d replicas: %w", kind, name, from, want, err)
+	}
+	b.log.Info("scaled in place", "kind", kind, "name", name, "replicas_was", from, "replicas", want)
 	return nil
 }
 
-func (b *Bus) ensureBucket(ctx context.Context, want jetstream.KeyValueConfig) error {
+func (b *Bus) ensureBucket(ctx context.Context, want jetstream.KeyValueConfig, update bool) error {
 	kv, err := b.js.KeyValue(ctx, want.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		if _, err := b.js.CreateKeyValue(ctx, want); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
@@ -208,13 +304,17 @@ func (b *Bus) ensureBucket(ctx context.Context, want jetstream.KeyValueConfig) e
 	if want.LimitMarkerTTL > 0 && st.LimitMarkerTTL() == 0 {
 		diffs = append(diffs, "per-key TTL is off, want on")
 	}
-	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo().Config.Replicas != want.Replicas {
-		diffs = append(diffs, fmt.Sprintf("replicas is %d, want %d", bs.StreamInfo().Config.Replicas, want.Replicas))
-	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
 	if len(diffs) > 0 {
+		if ok && bs.StreamInfo().Config.Replicas != want.Replicas {
+			diffs = append(diffs, fmt.Sprintf("replicas is %d, want %d", bs.StreamInfo().Config.Replicas, want.Replicas))
+		}
 		return &IncompatibleError{Kind: "bucket", Name: want.Bucket, Differences: diffs}
 	}
-	return nil
+	if !ok {
+		return nil
+	}
+	return b.ensureReplicas(ctx, "bucket", want.Bucket, bs.StreamInfo().Config, want.Replicas, update)
 }
 
 // Epoch returns the events stream's epoch: the identity of its incarnation.

@@ -31,6 +31,9 @@ var ErrServerFailed = errors.New("bus: embedded nats-server failed to start")
 type ListenError struct {
 	Addr string
 	Err  error
+	// Route is set when Addr is the cluster's route address, not the
+	// client address.
+	Route bool
 }
 
 // Error is "bus: nats listen 127.0.0.1:4222: address already in use".
@@ -40,7 +43,11 @@ func (e *ListenError) Error() string {
 	if errors.As(e.Err, &errno) {
 		cause = errno.Error()
 	}
-	return fmt.Sprintf("bus: nats listen %s: %s", e.Addr, cause)
+	what := "nats"
+	if e.Route {
+		what = "nats cluster"
+	}
+	return fmt.Sprintf("bus: %s listen %s: %s", what, e.Addr, cause)
 }
 
 func (e *ListenError) Unwrap() error { return e.Err }
@@ -56,8 +63,14 @@ type ServerConfig struct {
 	// repository's nats.conf); DataDir and Addr override its store_dir,
 	// host and port.
 	ConfigFile string
-	// Name is the server name; default "agentbus".
+	// Name is the server name; default "agentbus", or on a cluster
+	// "agentbus-<host name>-<route port>" (names differ across a cluster).
 	Name string
+	// Cluster joins the server to a NATS cluster; the zero value runs it
+	// alone.
+	Cluster ClusterConfig
+	// Sync is how often JetStream flushes its store to disk.
+	Sync SyncConfig
 	// ReadyTimeout bounds the wait for the server to accept connections.
 	ReadyTimeout time.Duration
 	// Logger receives the server's own log lines from the start (see
@@ -75,6 +88,9 @@ func (c *ServerConfig) setDefaults() {
 	}
 	if c.Name == "" {
 		c.Name = "agentbus"
+		if c.Cluster.On() && c.Cluster.Addr != "" {
+			c.Name = clusterServerName(c.Cluster.Addr)
+		}
 	}
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = 10 * time.Second
@@ -92,6 +108,7 @@ func (c ServerConfig) Validate() error {
 	} else if host == "" {
 		errs = append(errs, fmt.Errorf("bus: nats address %q: host is empty", c.Addr))
 	}
+	errs = append(errs, c.Cluster.Validate())
 	if c.ConfigFile != "" {
 		if _, err := os.Stat(c.ConfigFile); err != nil {
 			errs = append(errs, fmt.Errorf("bus: nats config: %w", err))
@@ -140,10 +157,20 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		opts.ServerName = cfg.Name
 	}
 	opts.NoSigs = true // the host process owns signals
+	cfg.applyCluster(opts)
 	if p > 0 {
 		// Say at once that the port is taken, rather than wait for the
 		// server's accept loop to fail and ReadyTimeout to pass.
 		if err := probeListen(cfg.Addr); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Cluster.Addr != "" {
+		if err := probeListen(cfg.Cluster.Addr); err != nil {
+			var le *ListenError
+			if errors.As(err, &le) {
+				le.Route = true
+			}
 			return nil, err
 		}
 	}

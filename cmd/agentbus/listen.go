@@ -37,6 +37,9 @@ func httpListenFailed(addr string, err error) error {
 // needs: a taken NATS port named with the flag that moves it.
 func serverStartFailed(err error) error {
 	var le *bus.ListenError
+	if errors.As(err, &le) && le.Route {
+		return listenFailed("nats cluster", "--cluster-addr", le.Addr, le.Err)
+	}
 	if errors.As(err, &le) {
 		return listenFailed("nats", "--nats-addr", le.Addr, le.Err)
 	}
@@ -55,7 +58,7 @@ func listenFailed(what, flag, addr string, err error) error {
 	hint := ""
 	if errors.Is(err, syscall.EADDRINUSE) {
 		other := "another agentbus serve or gateway"
-		if what == "nats" {
+		if strings.HasPrefix(what, "nats") {
 			other = "another agentbus serve or a nats-server"
 		}
 		hint = fmt.Sprintf(" (is %s running? choose another address with %s)", other, flag)

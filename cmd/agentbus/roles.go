@@ -16,26 +16,31 @@ import (
 // provision the streams (orchestrator, gateway).
 type connectFlags struct {
 	natsFlags
+	streams      streamFlags
 	eventsMaxAge time.Duration
 }
 
 func (f *connectFlags) register(cmd *cobra.Command) {
 	f.natsFlags.register(cmd)
 	cmd.Flags().DurationVar(&f.eventsMaxAge, "events-max-age", 7*24*time.Hour, "retention of workflow events (when this process provisions the streams)")
+	f.streams.register(cmd)
 }
 
 // connect dials NATS and provisions the streams and buckets (idempotent;
 // an incompatible existing one is reported, never changed).
 func (f *connectFlags) connect(ctx context.Context, name string, log *slog.Logger) (*bus.Bus, error) {
+	if err := f.streams.check(); err != nil {
+		return nil, err
+	}
 	b, err := f.dial(ctx, name, log)
 	if err != nil {
 		return nil, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := b.Provision(pctx, bus.StreamsConfig{EventsMaxAge: f.eventsMaxAge}); err != nil {
+	if err := b.Provision(pctx, f.streams.config(f.eventsMaxAge)); err != nil {
 		b.Close()
-		return nil, &exitError{code: exitUsage, msg: err.Error()}
+		return nil, provisionFailed(err)
 	}
 	return b, nil
 }

@@ -21,6 +21,8 @@ import (
 type serveFlags struct {
 	data, natsAddr, httpAddr, natsConfig, logLevel string
 	eventsMaxAge                                   time.Duration
+	streams                                        streamFlags
+	cluster                                        clusterFlags
 	worker                                         workerFlags
 	plan                                           planFlags
 	auth                                           authFlags
@@ -40,6 +42,9 @@ func newServe() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: stoppable(func(cmd *cobra.Command, _ []string) error {
 			f.logOut = cmd.ErrOrStderr()
+			if !cmd.Flags().Changed("replicas") && len(f.cluster.routes) > 0 {
+				f.streams.replicas = 3 // a cluster's default
+			}
 			return serve(cmd.Context(), f, nil)
 		}),
 	}
@@ -50,6 +55,8 @@ func newServe() *cobra.Command {
 	fl.StringVar(&f.natsConfig, "nats-config", "", "optional nats-server configuration file, e.g. nats.conf")
 	fl.DurationVar(&f.eventsMaxAge, "events-max-age", 7*24*time.Hour, "how long workflow events are kept for replay")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.streams.register(cmd)
+	f.cluster.register(cmd)
 	f.worker.register(cmd)
 	f.plan.register(cmd)
 	f.auth.register(cmd)
@@ -113,6 +120,16 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 	if err != nil {
 		return err
 	}
+	if err := f.streams.check(); err != nil {
+		return err
+	}
+	cluster, jsSync, err := f.cluster.server()
+	if err != nil {
+		return err
+	}
+	if f.streams.replicas > 1 && !cluster.On() && f.natsConfig == "" {
+		return &exitError{code: exitUsage, msg: fmt.Sprintf("--replicas %d needs a cluster: give the embedded server --cluster-addr and --routes (or a cluster block in --nats-config)", f.streams.replicas)}
+	}
 	release, err := lockData(f.data, "serve")
 	if err != nil {
 		return err
@@ -121,7 +138,8 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 	if err := probeHTTP(f.httpAddr); err != nil {
 		return err
 	}
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: f.data, Addr: f.natsAddr, ConfigFile: f.natsConfig, Logger: log})
+	srv, err := bus.StartServer(bus.ServerConfig{DataDir: f.data, Addr: f.natsAddr, ConfigFile: f.natsConfig, Logger: log,
+		Name: f.cluster.serverName, Cluster: cluster, Sync: jsSync})
 	if err != nil {
 		return serverStartFailed(err)
 	}
@@ -136,8 +154,8 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 		return err
 	}
 	defer b.Close()
-	if err := b.Provision(ctx, bus.StreamsConfig{EventsMaxAge: f.eventsMaxAge}); err != nil {
-		return &exitError{code: exitUsage, msg: err.Error()}
+	if err := b.Provision(ctx, f.streams.config(f.eventsMaxAge)); err != nil {
+		return provisionFailed(err)
 	}
 	if f.worker.capabilities == nil {
 		f.worker = defaultWorkerFlags()

@@ -8,7 +8,7 @@ import (
 
 func newWorker() *cobra.Command {
 	var wf workerFlags
-	var nf natsFlags
+	var nf connectFlags
 	var indexDir string
 	var plan planFlags
 	var sf backendFlags
@@ -22,7 +22,7 @@ func newWorker() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			b, err := nf.dial(ctx, "agentbus-worker", log)
+			b, err := nf.connect(ctx, "agentbus-worker", log)
 			if err != nil {
 				return err
 			}
@@ -43,7 +43,7 @@ func newWorker() *cobra.Command {
 			}
 			defer closeAgents()
 			if err := w.Start(ctx); err != nil {
-				return &exitError{code: exitUsage, msg: err.Error() + " (is the server provisioned? start `agentbus serve` or `agentbus orchestrator` once)"}
+				return &exitError{code: exitUsage, msg: err.Error()}
 			}
 			log.Info("agentbus worker ready", "nats", nf.nats, "worker", w.Name(), "capabilities", w.Capabilities())
 			return w.Run(ctx)
