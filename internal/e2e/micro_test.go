@@ -13,6 +13,7 @@ import (
 // step is a request of its capability's endpoint, a failed step an error,
 // and the time spent running steps the processing time.
 func TestNatsMicroStatsCountSteps(t *testing.T) {
+	natsCLI(t) // built before the test's deadline starts: a cold build can take a minute
 	s := startStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()

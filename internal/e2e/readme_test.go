@@ -112,6 +112,7 @@ func (s *stack) waitEvent(ctx context.Context, t *testing.T, tenant, workflow st
 }
 
 func TestREADMESubmitAndFollowWithNatsCLI(t *testing.T) {
+	natsCLI(t) // built before the test's deadline starts: a cold build can take a minute
 	s := startStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*deadline)
 	defer cancel()
@@ -129,6 +130,7 @@ func TestREADMESubmitAndFollowWithNatsCLI(t *testing.T) {
 }
 
 func TestREADMECancelWithNatsCLI(t *testing.T) {
+	natsCLI(t) // built before the test's deadline starts: a cold build can take a minute
 	s := startStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*deadline)
 	defer cancel()
@@ -154,6 +156,7 @@ func TestREADMECancelWithNatsCLI(t *testing.T) {
 // The README's curl example, as written but for the gateway's address:
 // the submission is accepted and the event stream runs to its end.
 func TestREADMECurl(t *testing.T) {
+	natsCLI(t) // built before the test's deadline starts: a cold build can take a minute
 	s := startStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
