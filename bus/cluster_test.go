@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -94,4 +95,174 @@ func awaitReplicas(t *testing.T, js jetstream.JetStream, name string, want int) 
 		return info.Config.Replicas == want && current == want,
 			fmt.Sprintf("%s: %d replicas configured, %d current; want %d", name, info.Config.Replicas, current, want)
 	})
+}
+
+// TestFollowSurvivesItsConsumersServer follows a workflow on a three-server
+// R3 cluster, stops the server that hosts the follower's consumer (and the
+// events stream's leader, if another), and checks the follower carries on
+// with the next events, none missed or repeated.
+func TestFollowSurvivesItsConsumersServer(t *testing.T) {
+	for _, victim := range []string{"consumer", "stream leader"} {
+		t.Run(victim, func(t *testing.T) {
+			c := bustest.NewCluster(t, 3)
+			admin := c.Connect(t)
+			ctx := clusterCtx(t)
+			if err := admin.Provision(ctx, bus.StreamsConfig{Replicas: 3}); err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan bus.Record, 64)
+			fctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			follower := c.Connect(t)
+			go func() {
+				_ = follower.Follow(fctx, tenant, "w1", 0, func(_ context.Context, r bus.Record) error {
+					got <- r
+					return nil
+				})
+			}()
+			for n := 1; n <= 3; n++ {
+				publishEvent(t, admin, "w1", n)
+				recv(t, got, "event before the loss")
+			}
+			js := admin.JetStream()
+			name := ""
+			s, err := js.Stream(ctx, subjects.StreamEvents)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if victim == "consumer" {
+				lister := s.ListConsumers(ctx)
+				for ci := range lister.Info() {
+					if ci.Cluster != nil {
+						name = ci.Cluster.Leader
+					}
+				}
+			} else {
+				name = s.CachedInfo().Cluster.Leader
+			}
+			if name == "" {
+				t.Fatal("no server to stop")
+			}
+			for i, n := range c.Nodes {
+				if n.Name == name {
+					c.Stop(i)
+				}
+			}
+			lost := time.Now()
+			for n := 4; n <= 6; n++ {
+				publishEventEventually(t, admin, "w1", n)
+			}
+			for n := 4; n <= 6; n++ {
+				r := recv(t, got, fmt.Sprintf("event %d after %s's server stopped", n, victim))
+				var st struct {
+					Message string `json:"message"`
+				}
+				_ = json.Unmarshal(r.Envelope.Data, &st)
+				if st.Message != fmt.Sprint(n) {
+					t.Fatalf("after the loss got event %q, want %d", st.Message, n)
+				}
+			}
+			gap := time.Since(lost)
+			t.Logf("%s's server (%s) stopped: the follower had the next event %s later", victim, name, gap.Round(time.Millisecond))
+			if gap > 10*time.Second {
+				t.Errorf("the follower stalled %s (want under 10s: 2 missed 2s heartbeats, then a new consumer)", gap)
+			}
+		})
+	}
+}
+
+// publishEventEventually publishes like publishEvent, retrying while the
+// cluster elects a new leader.
+func publishEventEventually(t *testing.T, b *bus.Bus, workflow string, n int) {
+	t.Helper()
+	subj, _ := subjects.Events(tenant, workflow)
+	env := statusEvent(t, workflow, n)
+	eventually(t, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := b.Publish(ctx, subj, env, env.ID)
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// TestFollowInProcessSurvivesConsumerServerLossAndReturn is the gateway of
+// a clustered serve: a follower connected in-process to its own server,
+// whose consumer lives on another server that is killed and later comes
+// back; events published meanwhile and after arrive once, in order.
+func TestFollowInProcessSurvivesConsumerServerLossAndReturn(t *testing.T) {
+	c := bustest.NewCluster(t, 3)
+	admin := c.Connect(t)
+	ctx := clusterCtx(t)
+	if err := admin.Provision(ctx, bus.StreamsConfig{Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	local, err := bus.Connect(ctx, bus.Config{Server: c.Nodes[0].Server, Name: "local", Logger: bustest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	got := make(chan bus.Record, 64)
+	publishEvent(t, admin, "w1", 1)
+	s, err := admin.JetStream().Stream(ctx, subjects.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := -1
+	var fcancel context.CancelFunc
+	for try := 0; try < 20 && victim < 0; try++ {
+		var fctx context.Context
+		fctx, fcancel = context.WithCancel(ctx)
+		go func() {
+			_ = local.Follow(fctx, tenant, "w1", 0, func(_ context.Context, r bus.Record) error {
+				got <- r
+				return nil
+			})
+		}()
+		recv(t, got, "event 1")
+		for ci := range s.ListConsumers(ctx).Info() {
+			if ci.Cluster != nil && ci.Cluster.Leader != c.Nodes[0].Name {
+				for i, n := range c.Nodes {
+					if n.Name == ci.Cluster.Leader {
+						victim = i
+					}
+				}
+			}
+		}
+		if victim < 0 {
+			fcancel()
+		}
+	}
+	defer fcancel()
+	if victim < 0 {
+		t.Fatal("the follower's consumer never landed on another server")
+	}
+	c.Stop(victim)
+	lost := time.Now()
+	next := 2
+	expect := func(what string) {
+		t.Helper()
+		r := recv(t, got, fmt.Sprintf("event %d %s", next, what))
+		var st struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(r.Envelope.Data, &st)
+		if st.Message != fmt.Sprint(next) {
+			t.Fatalf("%s got event %q, want %d", what, st.Message, next)
+		}
+		next++
+	}
+	for range 3 {
+		publishEventEventually(t, admin, "w1", next)
+		expect("while the consumer's server is down")
+	}
+	gap := time.Since(lost)
+	t.Logf("consumer's server (%s) stopped: the follower went on after %s", c.Nodes[victim].Name, gap.Round(time.Millisecond))
+	if gap > 10*time.Second {
+		t.Errorf("the follower stalled %s (want under 10s: 2 missed 2s heartbeats, then a new consumer)", gap)
+	}
+	c.Start(t, victim)
+	for range 3 {
+		publishEventEventually(t, admin, "w1", next)
+		expect("after the server came back")
+	}
 }

@@ -13,6 +13,10 @@ import (
 	"github.com/agentbus/agentbus/subjects"
 )
 
+// followHeartbeat is how often an idle follower hears from its consumer's
+// server.
+const followHeartbeat = 2 * time.Second
+
 // ErrStop may be returned by a FollowFunc to end Follow without error.
 var ErrStop = errors.New("bus: stop following")
 
@@ -52,7 +56,10 @@ func (b *Bus) Follow(ctx context.Context, tenant, workflow string, after uint64,
 	if err != nil {
 		return fmt.Errorf("bus: follow %s: %w", subj, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(256))
+	// Idle heartbeats every 2s: when the server hosting the consumer dies
+	// (a cluster losing a node), two missed ones reset the ordered
+	// consumer on a live server within seconds, not the default 30s.
+	it, err := cons.Messages(jetstream.PullMaxMessages(256), jetstream.PullHeartbeat(followHeartbeat))
 	if err != nil {
 		return fmt.Errorf("bus: follow %s: %w", subj, err)
 	}

@@ -132,6 +132,9 @@ func (c StreamsConfig) streams() []jetstream.StreamConfig {
 			Subjects: []string{subjects.AllEvents}, Retention: jetstream.LimitsPolicy,
 			Storage: jetstream.FileStorage, MaxAge: c.EventsMaxAge, Duplicates: c.Duplicates,
 			Replicas: c.Replicas, Metadata: map[string]string{EpochKey: uuid.NewString()},
+			// Direct get lets a tenant's NATS user read its own events
+			// by subject without a consumer (agentbus nats-config).
+			AllowDirect: true,
 			// Every follower (SSE, WebSocket, CLI) has its own ordered
 			// consumer; the server's default cap of 1,000 per stream would
 			// refuse the 1,001st watcher.

@@ -121,6 +121,7 @@ func (c ServerConfig) Validate() error {
 // use; Shutdown may be called more than once.
 type Server struct {
 	ns       *server.Server
+	opts     *server.Options
 	cfg      ServerConfig
 	dir      string
 	shutdown sync.Once
@@ -188,7 +189,7 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		ns.Shutdown()
 		return nil, fmt.Errorf("%w (nats address %s)", err, cfg.Addr)
 	}
-	return &Server{ns: ns, cfg: cfg, dir: dir}, nil
+	return &Server{ns: ns, opts: opts, cfg: cfg, dir: dir}, nil
 }
 
 // probeListen binds addr and lets it go, so that a taken port is reported
@@ -222,6 +223,23 @@ func awaitReady(ns *server.Server, fatal <-chan string, timeout time.Duration) e
 
 // ClientURL is the nats:// URL clients connect to.
 func (s *Server) ClientURL() string { return s.ns.ClientURL() }
+
+// Clustered reports whether the server routes to a cluster (from
+// ServerConfig.Cluster or the configuration file's cluster block).
+func (s *Server) Clustered() bool { return s.ns.ClusterName() != "" && s.cfgCluster() }
+
+func (s *Server) cfgCluster() bool { return s.opts.Cluster.Port != 0 }
+
+// Name is the server's name, unique in its cluster.
+func (s *Server) Name() string { return s.ns.Name() }
+
+// ClusterName is the server's cluster name, "" when it runs alone.
+func (s *Server) ClusterName() string {
+	if !s.cfgCluster() {
+		return ""
+	}
+	return s.ns.ClusterName()
+}
 
 // DataDir is the absolute data directory (the JetStream store lives below it).
 func (s *Server) DataDir() string { return s.dir }

@@ -31,6 +31,8 @@ type Options struct {
 	Streams bus.StreamsConfig
 	// NoProvision skips provisioning.
 	NoProvision bool
+	// Sync is how often the server flushes its store; default the server's.
+	Sync bus.SyncConfig
 }
 
 // New starts a server on a random port with a temporary store, provisions
@@ -43,7 +45,7 @@ func NewWithOptions(t testing.TB, o Options) *Env {
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: o.Dir, Addr: "127.0.0.1:-1", Name: "bustest"})
+	srv, err := bus.StartServer(bus.ServerConfig{DataDir: o.Dir, Addr: "127.0.0.1:-1", Name: "bustest", Sync: o.Sync})
 	if err != nil {
 		t.Fatalf("bustest: start server: %v", err)
 	}
