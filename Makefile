@@ -4,7 +4,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         ?= bin/agentbus
 ARGS        ?=
 
-.PHONY: run build test lint bench fuzz cluster clean
+.PHONY: run build test lint bench fuzz cluster cluster-down clean
 
 # -buildvcs=auto stamps the commit into the binary (agentbus version)
 # even where GOFLAGS turns it off; a tree without git builds all the same.
@@ -50,6 +50,16 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzEnhance$$' -fuzztime $(FUZZTIME) ./agents/enhance
 	$(GO) test -run '^$$' -fuzz '^FuzzParseResult$$' -fuzztime $(FUZZTIME) ./retrieval/vespa
 	$(GO) test -run '^$$' -fuzz '^FuzzDocType$$' -fuzztime $(FUZZTIME) ./retrieval/vespa
+
+## cluster: a local three-node cluster on loopback (three serve processes,
+## R3 streams; NATS 4222-4224, HTTP 8080-8082, routes 6222-6224) in the
+## background; prints how to reach it. ARGS go to every serve.
+cluster: build
+	BIN=$(BIN) ARGS='$(ARGS)' scripts/cluster up
+
+## cluster-down: stop the local cluster (its data stays in data/cluster)
+cluster-down:
+	scripts/cluster down
 
 clean:
 	rm -rf bin data

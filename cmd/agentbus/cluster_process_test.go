@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -114,9 +115,15 @@ func (c *serveCluster) leader(t *testing.T, stream string) string {
 			urls = append(urls, n.natsURL)
 		}
 	}
+	return c.leaderOf(t, strings.Join(urls, ","), stream)
+}
+
+// leaderOf asks the servers at urls which one leads stream.
+func (c *serveCluster) leaderOf(t *testing.T, urls, stream string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	b, err := bus.Connect(ctx, bus.Config{URL: strings.Join(urls, ","), Name: "test-leader", Logger: bustest.Logger(t)})
+	b, err := bus.Connect(ctx, bus.Config{URL: urls, Name: "test-leader", Logger: bustest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,5 +423,64 @@ func awaitCompleted(t *testing.T, c *serveCluster, ids []string) {
 			}
 			return state.Status == "completed"
 		})
+	}
+}
+
+// TestUpdateStreamsScalesALiveCluster starts three serve processes with R1
+// streams, puts workflows in flight, and has an orchestrator started with
+// --replicas 3 --update-streams scale every stream and bucket in place:
+// the in-flight workflows complete, the streams are R3, and a node killed
+// afterwards loses nothing.
+func TestUpdateStreamsScalesALiveCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real processes")
+	}
+	c := startServeCluster(t, "--replicas", "1")
+	var urls []string
+	for _, n := range c.nodes {
+		urls = append(urls, n.natsURL)
+	}
+	all := strings.Join(urls, ",")
+	var ids []string
+	for i := range 20 {
+		id := fmt.Sprintf("scale-%02d", i)
+		c.submitTo(t, id, i)
+		ids = append(ids, id)
+	}
+	// Without --update-streams a different count stops the process, naming it.
+	refused := startProc(t, "orchestrator", "--nats", all, "--replicas", "3")
+	<-refused.done
+	if out := refused.output(); !strings.Contains(out, "AGENTBUS_STEPS has 1 replicas, want 3 (+2)") || !strings.Contains(out, "--update-streams") {
+		t.Fatalf("orchestrator --replicas 3 over R1 streams:\n%s", out)
+	}
+	orch := startProc(t, "orchestrator", "--nats", all, "--replicas", "3", "--update-streams", "--log-level", "info")
+	orch.waitLine(t, regexp.MustCompile(`msg="agentbus orchestrator ready"`))
+	if !strings.Contains(orch.output(), "scaled in place") {
+		t.Errorf("the orchestrator did not log the scaling:\n%s", orch.output())
+	}
+	awaitCompleted(t, c, ids)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := bus.Connect(ctx, bus.Config{URL: all, Name: "test-replicas", Logger: bustest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, name := range []string{subjects.StreamWorkflows, subjects.StreamSteps, subjects.StreamReplies, subjects.StreamEvents,
+		"KV_" + subjects.BucketCheckpoints, "KV_" + subjects.BucketControl} {
+		s, err := b.JetStream().Stream(ctx, name)
+		if err != nil || s.CachedInfo().Config.Replicas != 3 {
+			t.Fatalf("stream %s after --update-streams: %v, want 3 replicas", name, err)
+		}
+	}
+	c.kill(t, c.index(t, c.leader(t, subjects.StreamSteps)))
+	for i := 20; i < 30; i++ {
+		id := fmt.Sprintf("scale-%02d", i)
+		c.submitTo(t, id, i)
+		ids = append(ids, id)
+	}
+	awaitCompleted(t, c, ids)
+	for _, id := range ids {
+		c.checkWorkflow(t, id, nil)
 	}
 }

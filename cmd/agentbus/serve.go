@@ -22,6 +22,9 @@ type serveFlags struct {
 	data, natsAddr, httpAddr, natsConfig, logLevel string
 	eventsMaxAge                                   time.Duration
 	streams                                        streamFlags
+	// replicasSet says --replicas was given; otherwise a clustered server
+	// (--routes, or a cluster block in --nats-config) gets 3.
+	replicasSet bool
 	cluster                                        clusterFlags
 	worker                                         workerFlags
 	plan                                           planFlags
@@ -42,9 +45,7 @@ func newServe() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: stoppable(func(cmd *cobra.Command, _ []string) error {
 			f.logOut = cmd.ErrOrStderr()
-			if !cmd.Flags().Changed("replicas") && len(f.cluster.routes) > 0 {
-				f.streams.replicas = 3 // a cluster's default
-			}
+			f.replicasSet = cmd.Flags().Changed("replicas")
 			return serve(cmd.Context(), f, nil)
 		}),
 	}
@@ -144,6 +145,9 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 		return serverStartFailed(err)
 	}
 	srv.LogTo(log)
+	if !f.replicasSet && f.streams.replicas <= 1 && srv.Clustered() {
+		f.streams.replicas = 3 // a cluster's default
+	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -205,7 +209,8 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 		}()
 	}
 	log.Info("agentbus ready", "nats", srv.ClientURL(), "http", "http://"+addr.String(), "data", srv.DataDir(),
-		"agents", w.Capabilities(), "startup", time.Since(start).Round(time.Millisecond))
+		"agents", w.Capabilities(), "server", srv.Name(), "cluster", srv.ClusterName(), "replicas", max(f.streams.replicas, 1),
+		"startup", time.Since(start).Round(time.Millisecond))
 	if ready != nil {
 		ready(readyInfo{NATSURL: srv.ClientURL(), HTTPURL: "http://" + addr.String(), DataDir: srv.DataDir()})
 	}

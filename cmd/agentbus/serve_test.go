@@ -222,29 +222,6 @@ func TestServeReportsIncompatibleStreams(t *testing.T) {
 	}
 }
 
-func TestServeWithRepositoryNatsConf(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	readyc := make(chan readyInfo, 1)
-	errc := make(chan error, 1)
-	go func() {
-		errc <- serve(ctx, serveFlags{data: t.TempDir(), natsAddr: "127.0.0.1:-1", httpAddr: "127.0.0.1:0", logLevel: "error",
-			natsConfig: "../../nats.conf", eventsMaxAge: 7 * 24 * time.Hour}, func(i readyInfo) { readyc <- i })
-	}()
-	select {
-	case info := <-readyc:
-		if code, _, stderr := cli(t, "ask", "--url", info.HTTPURL, "with nats.conf"); code != exitCompleted {
-			t.Fatalf("ask: exit %d %s", code, stderr)
-		}
-	case err := <-errc:
-		t.Fatalf("serve --nats-config nats.conf: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("not ready")
-	}
-	cancel()
-	<-errc
-}
-
 // rawSubmit publishes a workflow submission the way any NATS client can:
 // CloudEvents binary-mode headers and JSON data, no agentbus code.
 func rawSubmit(t *testing.T, js jetstream.JetStream, subject string, header map[string]string, data string) {

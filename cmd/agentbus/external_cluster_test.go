@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentbus/agentbus/bus/bustest"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// natsServerBin is the real nats-server, built once from the module this
+// repository requires (the binary `go install …/nats-server/v2@v2.15.2`
+// gives).
+var natsServerBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func natsServerBinary(t *testing.T) string {
+	t.Helper()
+	natsServerBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "agentbus-nats-server-")
+		if err != nil {
+			natsServerBin.err = err
+			return
+		}
+		natsServerBin.path = filepath.Join(dir, "nats-server")
+		out, err := exec.Command("go", "build", "-o", natsServerBin.path, "github.com/nats-io/nats-server/v2").CombinedOutput()
+		if err != nil {
+			natsServerBin.err = fmt.Errorf("go build nats-server: %v\n%s", err, out)
+		}
+	})
+	if natsServerBin.err != nil {
+		t.Fatal(natsServerBin.err)
+	}
+	return natsServerBin.path
+}
+
+// natsNode is a nats-server process started on the repository's nats.conf.
+type natsNode struct {
+	name, client string
+	env          []string
+	cmd          *exec.Cmd
+	done         chan struct{}
+}
+
+func (n *natsNode) start(t *testing.T, bin, conf string) {
+	t.Helper()
+	n.cmd = exec.Command(bin, "-c", conf)
+	n.cmd.Env = append(os.Environ(), n.env...)
+	logf, err := os.Create(filepath.Join(t.TempDir(), n.name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.cmd.Stdout, n.cmd.Stderr = logf, logf
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n.done = make(chan struct{})
+	cmd, done := n.cmd, n.done
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("%s log:\n%s", n.name, b)
+		}
+	})
+}
+
+// TestExternalClusterWithNatsConf is the production path: three nats-server
+// processes on the repository's nats.conf (only environment variables
+// differ), agentbus's roles as separate processes pointed at all three
+// with --replicas 3; a workflow completes, the server leading the steps
+// stream is killed with SIGKILL, and workflows still complete.
+func TestExternalClusterWithNatsConf(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real processes")
+	}
+	bin := natsServerBinary(t)
+	conf, err := filepath.Abs("../../nats.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := make([]*natsNode, 3)
+	routes := make([]string, 3)
+	routeAddrs := make([]string, 3)
+	for i := range nodes {
+		routeAddrs[i] = bustest.FreeAddr(t)
+		routes[i] = "nats-route://" + routeAddrs[i]
+	}
+	var urls []string
+	for i := range nodes {
+		n := &natsNode{name: fmt.Sprintf("n%d", i+1), client: bustest.FreeAddr(t)}
+		n.env = []string{"NATS_SERVER_NAME=" + n.name, "NATS_LISTEN=" + n.client, "NATS_STORE_DIR=" + t.TempDir(),
+			"NATS_CLUSTER_LISTEN=" + routeAddrs[i], "NATS_ROUTES=[" + strings.Join(routes, ", ") + "]"}
+		n.start(t, bin, conf)
+		nodes[i] = n
+		urls = append(urls, "nats://"+n.client)
+	}
+	all := strings.Join(urls, ",")
+	common := []string{"--nats", all, "--replicas", "3", "--log-level", "info"}
+	orch := startProc(t, append([]string{"orchestrator"}, common...)...)
+	orch.waitLine(t, regexp.MustCompile(`msg="agentbus orchestrator ready"`))
+	startProc(t, append([]string{"worker", "--capabilities", "echo,sleep", "--heartbeat", "200ms", "--ack-wait", "2s"}, common...)...).
+		waitLine(t, workerLine)
+	gw := startProc(t, append([]string{"gateway", "--http-addr", "127.0.0.1:0"}, common...)...)
+	m := gw.waitLine(t, regexp.MustCompile(`msg="agentbus gateway ready" nats=\S+ http=(\S+)`))
+	c := &serveCluster{nodes: []*serveNode{{name: "gateway", httpURL: m[1]}}}
+
+	var ids []string
+	for i := range 6 {
+		id := fmt.Sprintf("ext-%d", i)
+		c.submitTo(t, id, i)
+		ids = append(ids, id)
+	}
+	awaitCompleted(t, c, ids)
+
+	// Kill the server leading the steps stream; the roles fail over.
+	c.nodes[0].natsURL = all
+	leader := c.leaderOf(t, all, subjects.StreamSteps)
+	for _, n := range nodes {
+		if n.name == leader {
+			_ = syscall.Kill(n.cmd.Process.Pid, syscall.SIGKILL)
+			<-n.done
+		}
+	}
+	lost := time.Now()
+	for i := 6; i < 12; i++ {
+		id := fmt.Sprintf("ext-%d", i)
+		c.submitTo(t, id, i)
+		ids = append(ids, id)
+	}
+	awaitCompleted(t, c, ids)
+	t.Logf("nats-server %s (leader of %s) killed: 6 more workflows completed within %s", leader, subjects.StreamSteps, time.Since(lost).Round(time.Millisecond))
+	for _, id := range ids {
+		c.checkWorkflow(t, id, nil)
+	}
+}
