@@ -23,31 +23,39 @@ import (
 // BenchmarkRawRequestReply, its baseline on the same kind of server.
 func BenchmarkWorkflow(b *testing.B) {
 	for _, n := range []int{1, 10} {
-		b.Run(fmt.Sprintf("chain-%d", n), func(b *testing.B) {
-			s := startStack(b)
-			steps := make([]events.PlanStep, n)
-			for i := range steps {
-				steps[i] = events.PlanStep{ID: fmt.Sprintf("s%d", i), Capability: "echo", Input: json.RawMessage(`"x"`)}
-				if i > 0 {
-					steps[i].DependsOn = []string{steps[i-1].ID}
-				}
-			}
-			p := &events.Plan{Steps: steps}
-			var perStep []time.Duration
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				wf := fmt.Sprintf("bench-%d", i)
-				start := time.Now()
-				submit(b, s.env.Bus, "default", wf, events.WorkflowSubmitted{Plan: p})
-				if end := last(b, collect(b, s.env.Bus, "default", wf)); end.Type != events.TypeComplete {
-					b.Fatalf("workflow ended %s", end.Type)
-				}
-				perStep = append(perStep, time.Since(start)/time.Duration(n))
-			}
-			reportPercentiles(b, perStep, "step")
-			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "steps/s")
-		})
+		b.Run(fmt.Sprintf("chain-%d", n), func(b *testing.B) { benchChains(b, startStack(b), n) })
 	}
+}
+
+// chainPlan is a chain of n echo steps.
+func chainPlan(n int) *events.Plan {
+	steps := make([]events.PlanStep, n)
+	for i := range steps {
+		steps[i] = events.PlanStep{ID: fmt.Sprintf("s%d", i), Capability: "echo", Input: json.RawMessage(`"x"`)}
+		if i > 0 {
+			steps[i].DependsOn = []string{steps[i-1].ID}
+		}
+	}
+	return &events.Plan{Steps: steps}
+}
+
+// benchChains runs n-step chains one after another on s and reports the
+// per-step latency percentiles and steps/s.
+func benchChains(b *testing.B, s *stack, n int) {
+	p := chainPlan(n)
+	var perStep []time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		wf := fmt.Sprintf("bench-%d-%d", n, i)
+		start := time.Now()
+		submit(b, s.env.Bus, "default", wf, events.WorkflowSubmitted{Plan: p})
+		if end := last(b, collect(b, s.env.Bus, "default", wf)); end.Type != events.TypeComplete {
+			b.Fatalf("workflow ended %s", end.Type)
+		}
+		perStep = append(perStep, time.Since(start)/time.Duration(n))
+	}
+	reportPercentiles(b, perStep, "step")
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "steps/s")
 }
 
 // BenchmarkRawRequestReply is the baseline: a raw nats.go request to a
@@ -91,17 +99,12 @@ func reportPercentiles(b *testing.B, d []time.Duration, unit string) {
 // BenchmarkWorkflowsParallel runs 10-step chains of the no-op echo agent,
 // 16 workflows at a time, and reports total steps/s: the orchestrator's
 // throughput when it has more than one workflow to work on.
-func BenchmarkWorkflowsParallel(b *testing.B) {
-	s := startStack(b)
-	steps := make([]events.PlanStep, 10)
-	for i := range steps {
-		steps[i] = events.PlanStep{ID: fmt.Sprintf("s%d", i), Capability: "echo", Input: json.RawMessage(`"x"`)}
-		if i > 0 {
-			steps[i].DependsOn = []string{steps[i-1].ID}
-		}
-	}
-	p := &events.Plan{Steps: steps}
-	const parallel = 16
+func BenchmarkWorkflowsParallel(b *testing.B) { benchParallel(b, startStack(b), 16) }
+
+// benchParallel runs 10-step chains on s, parallel workflows at a time,
+// and reports steps/s and workflows/s.
+func benchParallel(b *testing.B, s *stack, parallel int) {
+	p := chainPlan(10)
 	b.ResetTimer()
 	n := 0
 	for b.Loop() {

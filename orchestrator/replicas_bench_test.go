@@ -1,0 +1,48 @@
+package orchestrator_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/bus/bustest"
+)
+
+// BenchmarkReplicas runs the 10-step chain and the 16-in-flight workflows
+// on a single server with R1 streams (the baseline), the same server
+// flushing every write (--jetstream-sync always), and a three-server
+// cluster on loopback with R3 streams — in one run, so the ratios compare
+// like with like. The orchestrator and the echo agent connect to the
+// cluster's servers as a deployment's would.
+func BenchmarkReplicas(b *testing.B) {
+	setups := []struct {
+		name string
+		env  func(testing.TB) *bustest.Env
+	}{
+		{"R1", func(t testing.TB) *bustest.Env { return bustest.New(t) }},
+		{"R1-sync-always", func(t testing.TB) *bustest.Env {
+			return bustest.NewWithOptions(t, bustest.Options{Sync: bus.SyncConfig{Always: true}})
+		}},
+		{"R3-cluster", replicatedEnv},
+	}
+	for _, setup := range setups {
+		b.Run(setup.name, func(b *testing.B) {
+			s := startOn(b, setup.env(b))
+			b.Run("chain-10", func(b *testing.B) { benchChains(b, s, 10) })
+			b.Run("parallel-16", func(b *testing.B) { benchParallel(b, s, 16) })
+		})
+	}
+}
+
+// replicatedEnv is a three-server cluster with agentbus's streams at R3.
+func replicatedEnv(t testing.TB) *bustest.Env {
+	c := bustest.NewCluster(t, 3)
+	b := c.Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := b.Provision(ctx, bus.StreamsConfig{Replicas: 3}); err != nil {
+		t.Fatalf("provision R3: %v", err)
+	}
+	return &bustest.Env{Bus: b, URL: c.URLs()}
+}
