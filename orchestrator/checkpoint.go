@@ -43,6 +43,9 @@ type Checkpoint struct {
 	// EventCount is how many client events the workflow has emitted; the
 	// next one gets dedup key EventKey(…, EventCount).
 	EventCount int `json:"event_count"`
+	// Watch numbers the workflow's watchdog timers (lease.go): the live one
+	// is the Watch-th, armed at the first dispatch and again at each resume.
+	Watch int `json:"watch,omitempty"`
 	// Outbox holds messages decided by the last transition and not yet known
 	// to be published.
 	Outbox []Outgoing `json:"outbox,omitempty"`
@@ -63,6 +66,15 @@ type Task struct {
 	FellBack     string     `json:"fell_back,omitempty"`
 	DispatchedAt *time.Time `json:"dispatched_at,omitempty"`
 	CompletedAt  *time.Time `json:"completed_at,omitempty"`
+	// Since is the first attempt whose reply still counts: the attempt of
+	// the last dispatch by the plan (first run, fallback, resume). A
+	// dispatch by the watchdog keeps it, so that the reply of an attempt
+	// thought lost, should it come after all, is recorded (once).
+	Since int `json:"since,omitempty"`
+	// StepSeq is where the live attempt's request is stored in
+	// AGENTBUS_STEPS, known once its publish was acknowledged: the
+	// watchdog's way to ask whether it is still queued or running.
+	StepSeq uint64 `json:"step_seq,omitempty"`
 }
 
 // Approval states.
@@ -96,6 +108,10 @@ type Outgoing struct {
 	StepID  string          `json:"step_id,omitempty"`
 	Time    time.Time       `json:"time"`
 	Data    json.RawMessage `json:"data"`
+	// At and Target, when set, schedule the message: the server holds it
+	// on Subject and publishes it on Target at At (a watchdog timer).
+	At     *time.Time `json:"at,omitempty"`
+	Target string     `json:"target,omitempty"`
 }
 
 func newCheckpoint(tenant, workflow, query string, now time.Time) *Checkpoint {

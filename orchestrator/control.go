@@ -158,6 +158,11 @@ func (o *Orchestrator) resume(cp *Checkpoint, res *events.ControlResult) error {
 	}
 	cp.Status, cp.Error, cp.Deadline = events.StateWorking, nil, nil
 	cp.ResumeCount++
+	// The watchdog's timer ended with the failure: a new one watches the
+	// steps that run again.
+	if err := o.armWatch(cp); err != nil {
+		return err
+	}
 	res.Applied, res.Message = true, fmt.Sprintf("resumed: %d steps run again", n)
 	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateWorking,
 		Message: fmt.Sprintf("resumed (resume %d): %d steps run again, completed steps kept", cp.ResumeCount, n)}); err != nil {

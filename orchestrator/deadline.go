@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,24 +10,18 @@ import (
 )
 
 // arm sets the workflow's deadline and queues its durable timer: a
-// deadline message on the workflow's reply subject that the reply consumer
-// naks with a delay until it is due. It survives any orchestrator crash and
-// needs no scan of the workflows.
+// deadline message on the workflow's timer subject that the timer consumer
+// naks with a delay until it is due (timer.go). It survives any
+// orchestrator crash; should the server lose it, the checkpoint scan
+// expires the workflow (scan.go).
 func (o *Orchestrator) arm(cp *Checkpoint, timeout time.Duration) error {
 	at := cp.CreatedAt.Add(timeout)
 	cp.Deadline = &at
-	subj, err := subjects.Reply(cp.TenantID, cp.WorkflowID)
+	m, err := deadlineTimer(cp, at)
 	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(events.Deadline{At: at})
-	if err != nil {
-		return err
-	}
-	cp.Outbox = append(cp.Outbox, Outgoing{
-		Subject: subj, MsgID: cp.TenantID + "/" + cp.WorkflowID + "/deadline",
-		Type: events.TypeDeadline, Time: time.Now().UTC(), Data: data,
-	})
+	cp.Outbox = append(cp.Outbox, m)
 	return nil
 }
 

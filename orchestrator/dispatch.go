@@ -32,18 +32,7 @@ func (o *Orchestrator) dispatchReady(cp *Checkpoint) error {
 				continue
 			}
 			s, _ := cp.planStep(id)
-			deps := make(map[string]json.RawMessage, len(s.DependsOn))
-			ready := true
-			for _, d := range s.DependsOn {
-				if !cp.settled(d) {
-					ready = false
-					break
-				}
-				deps[d] = cp.Tasks[d].Output
-				if deps[d] == nil {
-					deps[d] = json.RawMessage("null")
-				}
-			}
+			deps, ready := cp.inputs(s)
 			if !ready {
 				continue
 			}
@@ -55,15 +44,43 @@ func (o *Orchestrator) dispatchReady(cp *Checkpoint) error {
 	return nil
 }
 
+// inputs returns the outputs of a step's dependencies (null for an
+// optional one that failed), and whether they have all settled.
+func (cp *Checkpoint) inputs(s events.PlanStep) (map[string]json.RawMessage, bool) {
+	deps := make(map[string]json.RawMessage, len(s.DependsOn))
+	for _, d := range s.DependsOn {
+		if !cp.settled(d) {
+			return nil, false
+		}
+		deps[d] = cp.Tasks[d].Output
+		if deps[d] == nil {
+			deps[d] = json.RawMessage("null")
+		}
+	}
+	return deps, true
+}
+
 // dispatch queues one step request on the task's capability (the plan's,
-// or its fallback after a failure).
+// or its fallback after a failure) as a new attempt whose reply alone
+// counts from now on.
 func (o *Orchestrator) dispatch(cp *Checkpoint, s events.PlanStep, t *Task, deps map[string]json.RawMessage) error {
+	if err := o.request(cp, s, t, deps); err != nil {
+		return err
+	}
+	t.Since = t.Attempt
+	return cp.emit(events.TypeStatus, s.ID, events.Status{State: events.StateWorking, StepID: s.ID, Message: "dispatched to " + t.Capability})
+}
+
+// request queues the task's next attempt: its step request and, at the
+// workflow's first, the watchdog's timer (lease.go).
+func (o *Orchestrator) request(cp *Checkpoint, s events.PlanStep, t *Task, deps map[string]json.RawMessage) error {
 	subj, err := subjects.Step(cp.TenantID, t.Capability)
 	if err != nil {
 		return err
 	}
 	t.Attempt++
 	t.Status = events.StateWorking
+	t.StepSeq = 0
 	now := time.Now().UTC()
 	t.DispatchedAt = &now
 	req := events.StepRequested{StepID: s.ID, Capability: t.Capability, Attempt: t.Attempt, Query: cp.Query, Input: s.Input, TimeoutMS: s.TimeoutMS}
@@ -75,11 +92,16 @@ func (o *Orchestrator) dispatch(cp *Checkpoint, s events.PlanStep, t *Task, deps
 		return err
 	}
 	cp.Phase = PhaseExecuting
+	if cp.Watch == 0 {
+		if err := o.armWatch(cp); err != nil {
+			return err
+		}
+	}
 	cp.Outbox = append(cp.Outbox, Outgoing{
 		Subject: subj, MsgID: events.StepKey(cp.TenantID, cp.WorkflowID, s.ID, t.Attempt),
 		Type: events.TypeStepRequested, StepID: s.ID, Time: now, Data: data,
 	})
-	return cp.emit(events.TypeStatus, s.ID, events.Status{State: events.StateWorking, StepID: s.ID, Message: "dispatched to " + t.Capability})
+	return nil
 }
 
 // advance moves the workflow on after a task settled: dispatch what is

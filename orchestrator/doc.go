@@ -8,14 +8,43 @@
 // capability subject, collects replies, passes dependency outputs on, and
 // emits the workflow's client events (status, progress, complete, error).
 //
-// Data enters as CloudEvents from the submissions and replies streams (shared
-// durable consumers: run as many orchestrators as you like) and leaves as
-// step requests and client events. A workflow's whole state lives in its
-// checkpoint in KV AGENTBUS_CHECKPOINTS, written with optimistic concurrency
-// on the KV revision. Everything a transition publishes is first written to
-// the checkpoint's outbox and only then published with deterministic
-// Nats-Msg-Id keys, so a crash between the write and the publish is mended by
-// the redelivered trigger and nothing is published twice.
+// Data enters as CloudEvents from the submissions, replies and timers
+// streams (shared durable consumers: run as many orchestrators as you like)
+// and leaves as step requests, timers and client events. A workflow's whole
+// state lives in its checkpoint in KV AGENTBUS_CHECKPOINTS, written with
+// optimistic concurrency on the KV revision. Everything a transition
+// publishes is first written to the checkpoint's outbox and only then
+// published with deterministic Nats-Msg-Id keys, so a crash between the
+// write and the publish is mended by the redelivered trigger and nothing is
+// published twice.
+//
+// Durable timers live in their own stream, AGENTBUS_TIMERS, one subject per
+// workflow, read by a shared consumer with no bound on waiting messages:
+// the workflow's deadline waits on that consumer; its watchdog timer waits
+// as a message schedule that the server fires when it is due (nats-server
+// 2.12 or later), so that one per running workflow costs nothing while it
+// waits.
+//
+// Nothing acknowledged is assumed to survive: a JetStream server killed
+// before it flushes may lose a step request, a reply, a timer or the
+// trigger of a stored outbox. Two mechanisms heal a workflow that would
+// wait forever. The step watchdog (lease.go): every dispatched step
+// attempt has a lease (Config.StepLease, --step-lease); when one is due and
+// the attempt is still the task's live one, the orchestrator reads the
+// streams — the request by its stored sequence in AGENTBUS_STEPS (queued or
+// running while it is there), then the workflow's replies in
+// AGENTBUS_REPLIES — and, finding neither, dispatches the step again as its
+// next attempt; otherwise it looks again a lease later. Replies of every
+// attempt since the plan's last dispatch count: the first is recorded,
+// every later one ignored, and a failure of an attempt given up as lost
+// fails nothing. The checkpoint scan (scan.go) is the backstop for a lost
+// timer or trigger: one orchestrator at a time (a lease in KV
+// AGENTBUS_LEASES that carries a cursor) reads, headers only, the
+// checkpoint revisions written since its cursor and at least a lease ago,
+// at most Config.ScanBudget a pass, and heals every active workflow whose
+// newest revision that is: publishes its stranded outbox, expires a passed
+// deadline, examines each working step as the watchdog would, and re-arms
+// the timers the server lost.
 //
 // An *Orchestrator is safe for concurrent use.
 package orchestrator

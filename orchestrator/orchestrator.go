@@ -43,7 +43,23 @@ type Config struct {
 	// held by an orchestrator that died is handled by another; its handlers
 	// take milliseconds. Default 5s.
 	AckWait time.Duration
-	Logger  *slog.Logger
+	// StepLease is how long a dispatched step may show no sign of life
+	// before the watchdog looks for it: a step whose request is no longer
+	// queued or running and whose reply is nowhere was lost (a server that
+	// died before it flushed) and is dispatched again as its next attempt
+	// (lease.go). It is also how long a workflow may sit unchanged before
+	// the checkpoint scan looks at it (scan.go). Default 90s, three times
+	// the workers' default AckWait; negative turns the watchdog and the
+	// scan off.
+	StepLease time.Duration
+	// ScanInterval is how often the checkpoint scan runs (in one
+	// orchestrator at a time); default StepLease/2.
+	ScanInterval time.Duration
+	// ScanBudget bounds one scan: how many checkpoint revisions it reads;
+	// a scan that stops there goes on from there the next time. Default
+	// 20000.
+	ScanBudget int
+	Logger     *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -62,7 +78,21 @@ func (c *Config) setDefaults() {
 	if c.ApprovalThreshold == 0 {
 		c.ApprovalThreshold = 0.85
 	}
+	if c.StepLease == 0 {
+		c.StepLease = DefaultStepLease
+	}
+	if c.ScanInterval == 0 {
+		c.ScanInterval = c.StepLease / 2
+	}
+	if c.ScanBudget == 0 {
+		c.ScanBudget = 20000
+	}
 }
+
+// DefaultStepLease is Config.StepLease's default: three times the workers'
+// default AckWait (agents.WorkerConfig), the time JetStream takes to hand a
+// dead worker's step to another.
+const DefaultStepLease = 90 * time.Second
 
 // Validate reports every problem with the configuration.
 func (c Config) Validate() error {
@@ -72,6 +102,9 @@ func (c Config) Validate() error {
 	}
 	if c.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("orchestrator: concurrency %d below 1", c.Concurrency))
+	}
+	if c.StepLease > 0 && (c.ScanInterval <= 0 || c.ScanBudget < 1) {
+		errs = append(errs, fmt.Errorf("orchestrator: scan interval %s and budget %d must be positive", c.ScanInterval, c.ScanBudget))
 	}
 	return errors.Join(errs...)
 }
@@ -89,9 +122,11 @@ type Orchestrator struct {
 	log         *slog.Logger
 	checkpoints *bus.KV
 	controls    *bus.KV
+	scan        *scanner
 }
 
-// New checks cfg and opens the checkpoint bucket.
+// New checks cfg, opens the buckets it needs and makes sure the timers
+// stream and the leases bucket exist.
 func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -102,6 +137,15 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		return nil, fmt.Errorf("orchestrator: %w", err)
 	}
 	ctl, err := cfg.Bus.KV(ctx, subjects.BucketControl)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	// The timers stream and the leases bucket came after the others: a
+	// deployment provisioned before them gains them here.
+	if err := cfg.Bus.EnsureTimers(ctx); err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	leases, err := cfg.Bus.Leases(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: %w", err)
 	}
@@ -124,17 +168,20 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 			return b.HasConsumer(ctx, subjects.StreamSteps, name)
 		}
 	}
-	return &Orchestrator{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "orchestrator"), checkpoints: kv, controls: ctl}, nil
+	o := &Orchestrator{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "orchestrator"), checkpoints: kv, controls: ctl}
+	o.scan = newScanner(o, leases)
+	return o, nil
 }
 
-// Run consumes submissions, replies and control messages until ctx ends.
+// Run consumes submissions, replies, timers and control messages, and scans
+// active checkpoints now and then, until ctx ends.
 func (o *Orchestrator) Run(ctx context.Context) error {
 	if err := o.bus.SubscribeControl(ctx, subjects.AllControl, ControlQueue, o.handleControl); err != nil {
 		return err
 	}
 	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	wg.Add(2)
+	errs := make([]error, 3)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		errs[0] = o.bus.Consume(ctx, bus.ConsumeConfig{
@@ -150,6 +197,17 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			AckWait: o.cfg.AckWait, Concurrency: o.cfg.Concurrency, MaxDeliver: -1, OnMalformed: o.malformedReply,
 		}, o.handleReply)
 	}()
+	go func() {
+		defer wg.Done()
+		errs[2] = o.bus.ConsumeTimers(ctx, bus.ConsumeConfig{
+			Stream: subjects.StreamTimers, Durable: subjects.ConsumerTimers, Filter: subjects.AllTimers,
+			AckWait: o.cfg.AckWait, Concurrency: o.cfg.Concurrency, MaxDeliver: -1,
+		}, o.handleTimer)
+	}()
+	if o.cfg.StepLease > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); o.scan.run(ctx) }()
+	}
 	wg.Wait()
 	return errors.Join(errs...)
 }

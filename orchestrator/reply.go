@@ -54,11 +54,21 @@ func (o *Orchestrator) handleReply(ctx context.Context, d *bus.Delivery) error {
 	return err
 }
 
-// current reports whether a reply is for the task's live attempt.
+// current reports whether a reply answers the task's live attempt, or an
+// earlier one the watchdog gave up as lost (since the task's last dispatch
+// by the plan): whichever comes first is recorded, and every later one
+// finds the task no longer working.
 func current(cp *Checkpoint, step string, attempt int) (*Task, bool) {
 	t, ok := cp.Tasks[step]
-	if !ok || cp.Status.Terminal() || t.Status != events.StateWorking || attempt != t.Attempt {
-		return nil, false // late, duplicate, stale or foreign: recorded once
+	if !ok || cp.Status.Terminal() || t.Status != events.StateWorking {
+		return nil, false // late, duplicate or foreign: recorded once
+	}
+	since := t.Since
+	if since == 0 || since > t.Attempt { // a checkpoint from before Since
+		since = t.Attempt
+	}
+	if attempt < since || attempt > t.Attempt {
+		return nil, false // stale: a run the plan has moved past
 	}
 	return t, true
 }
@@ -121,7 +131,9 @@ func (o *Orchestrator) progress(cp *Checkpoint, step string) error {
 
 func (o *Orchestrator) failed(cp *Checkpoint, r events.StepFailed) error {
 	t, ok := current(cp, r.StepID, r.Attempt)
-	if !ok {
+	if !ok || r.Attempt != t.Attempt {
+		// A failure of an attempt given up as lost does not fail the step:
+		// the attempt dispatched after it is running and will answer.
 		return errNoChange
 	}
 	s, _ := cp.planStep(r.StepID)

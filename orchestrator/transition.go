@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/agentbus/agentbus/bus"
@@ -50,17 +51,33 @@ func (o *Orchestrator) create(ctx context.Context, cp *Checkpoint) error {
 	if err != nil {
 		return err
 	}
+	// Hold the workflow's stripe until the outbox is published and cleared,
+	// as transition does: a reply to a step just published, handled in
+	// this process, must not find the outbox still stored and take the
+	// create for one interrupted by a crash.
+	stripe := o.stripe(key)
+	stripe.Lock()
 	rev, err := o.checkpoints.Create(ctx, key, data)
+	if err == nil {
+		err = o.flush(ctx, key, cp, rev)
+		stripe.Unlock()
+		return err
+	}
+	stripe.Unlock()
 	if errors.Is(err, bus.ErrConflict) {
 		if ferr := o.transition(ctx, cp.TenantID, cp.WorkflowID, func(*Checkpoint) error { return errNoChange }); ferr != nil {
 			return ferr
 		}
-		return err
 	}
-	if err != nil {
-		return err
-	}
-	return o.flush(ctx, key, cp, rev)
+	return err
+}
+
+// stripe is the lock that serialises the transitions of the workflow whose
+// checkpoint key is key within this process.
+func (o *Orchestrator) stripe(key string) *sync.Mutex {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return &o.stripes[h.Sum32()%uint32(len(o.stripes))]
 }
 
 // transition applies fn to a workflow's newest checkpoint and stores the
@@ -72,9 +89,7 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, workflow string, 
 	if err != nil {
 		return err
 	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(key))
-	stripe := &o.stripes[h.Sum32()%uint32(len(o.stripes))]
+	stripe := o.stripe(key)
 	stripe.Lock()
 	defer stripe.Unlock()
 	for attempt := range maxConflicts {
@@ -211,13 +226,36 @@ func (o *Orchestrator) clear(ctx context.Context, key string, cp *Checkpoint, re
 	return o.checkpoints.Update(ctx, key, data, rev)
 }
 
+// publish publishes cp's outbox, and notes in cp where each step request
+// is stored, for the watchdog (lease.go).
 func (o *Orchestrator) publish(ctx context.Context, cp *Checkpoint) error {
-	batch := make([]bus.Pending, len(cp.Outbox))
+	acks, err := o.bus.PublishAll(ctx, envelopes(cp, cp.Outbox))
+	if err != nil {
+		return err
+	}
 	for i, m := range cp.Outbox {
-		batch[i] = bus.Pending{Subject: m.Subject, MsgID: m.MsgID, Env: events.Envelope{
+		if m.Type != events.TypeStepRequested {
+			continue
+		}
+		if t, ok := cp.Tasks[m.StepID]; ok && m.MsgID == events.StepKey(cp.TenantID, cp.WorkflowID, m.StepID, t.Attempt) {
+			t.StepSeq = acks[i].Sequence
+		}
+	}
+	return nil
+}
+
+// envelopes turns outgoing messages of a workflow into what the bus
+// publishes, each with its dedup key.
+func envelopes(cp *Checkpoint, msgs []Outgoing) []bus.Message {
+	batch := make([]bus.Message, len(msgs))
+	for i, m := range msgs {
+		batch[i] = bus.Message{Pending: bus.Pending{Subject: m.Subject, MsgID: m.MsgID, Env: events.Envelope{
 			ID: m.MsgID, Source: events.SourceOrchestrator, Type: m.Type, Time: m.Time,
 			TenantID: cp.TenantID, WorkflowID: cp.WorkflowID, StepID: m.StepID, Data: m.Data,
-		}}
+		}}, Target: m.Target}
+		if m.At != nil {
+			batch[i].At = *m.At
+		}
 	}
-	return o.bus.PublishBatch(ctx, batch)
+	return batch
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/llm"
@@ -16,12 +18,47 @@ import (
 type planFlags struct {
 	llmURL, llmModel string
 	llmTimeout       time.Duration
+	// stepLease is the step watchdog's lease; 0 means three times the
+	// workers' AckWait (--ack-wait where the command has it).
+	stepLease time.Duration
+	// flags are the command's flags, to read --ack-wait from when the
+	// command runs workers too (serve).
+	flags *pflag.FlagSet
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.llmURL, "llm-url", "", "OpenAI-compatible API base URL (e.g. http://localhost:11434/v1) for the LLM planner and agents; key from "+llm.APIKeyEnv+"; unset: heuristics only")
 	cmd.Flags().StringVar(&f.llmModel, "llm-model", "gpt-4o-mini", "model the LLM planner and agents ask")
 	cmd.Flags().DurationVar(&f.llmTimeout, "llm-timeout", 15*time.Second, "bound on one LLM call; past it the planner or agent falls back to its heuristic, and says so")
+	cmd.Flags().DurationVar(&f.stepLease, "step-lease", 0, "how long a dispatched step may show no sign of life (its request queued or running, or its reply stored) "+
+		"before it is dispatched again as its next attempt, and how long a workflow may sit unchanged before the checkpoint scan looks at it; "+
+		"at least the workers' --ack-wait (default three times it: 1m30s)")
+	f.flags = cmd.Flags()
+}
+
+// lease returns the step lease these flags set, or an error naming the
+// flag. Its floor is the workers' AckWait: --ack-wait where the command
+// runs workers (serve), else the workers' default, since a lease shorter
+// than the time JetStream takes to hand a dead worker's step to another
+// only checks more often without learning more.
+func (f *planFlags) lease() (time.Duration, error) {
+	ackWait, from := defaultWorkerFlags().ackWait, "the workers' default --ack-wait"
+	if f.flags != nil && f.flags.Lookup("ack-wait") != nil {
+		if d, err := f.flags.GetDuration("ack-wait"); err == nil {
+			ackWait, from = d, "--ack-wait"
+		}
+	}
+	switch {
+	case f.stepLease == 0:
+		return 3 * ackWait, nil
+	case f.stepLease < 0:
+		return 0, &exitError{code: exitUsage, msg: fmt.Sprintf("--step-lease (AGENTBUS_STEP_LEASE) %s: must be positive", f.stepLease)}
+	case f.stepLease < ackWait:
+		return 0, &exitError{code: exitUsage, msg: fmt.Sprintf(
+			"--step-lease (AGENTBUS_STEP_LEASE) %s is below %s %s: the lease must be at least the workers' AckWait",
+			f.stepLease, from, ackWait)}
+	}
+	return f.stepLease, nil
 }
 
 // chat is the LLM these flags name, nil without --llm-url.
@@ -38,7 +75,11 @@ func (f *planFlags) chat() (*llm.Chat, error) {
 
 // config builds the orchestrator configuration these flags describe.
 func (f *planFlags) config(b *bus.Bus, log *slog.Logger) (orchestrator.Config, error) {
-	cfg := orchestrator.Config{Bus: b, Logger: log}
+	lease, err := f.lease()
+	if err != nil {
+		return orchestrator.Config{}, err
+	}
+	cfg := orchestrator.Config{Bus: b, Logger: log, StepLease: lease}
 	if f.llmURL == "" {
 		log.Info("planner: heuristic (no --llm-url)")
 		return cfg, nil

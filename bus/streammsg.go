@@ -1,0 +1,107 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Message is one message of PublishAll: a Pending, published at once or
+// scheduled.
+type Message struct {
+	Pending
+	// At, when set, schedules the message (a nats-server 2.12 message
+	// schedule, in a stream that allows them): it is stored on Subject,
+	// replacing the one scheduled there before, and at At (rounded up to a
+	// whole second) the server publishes a copy of it on Target, without
+	// its Nats-Msg-Id.
+	At     time.Time
+	Target string
+}
+
+// PublishAll is PublishBatch for Messages, that also returns each one's
+// acknowledgement, in order: the stream and sequence where it is stored
+// (for a duplicate, where the first copy is stored), so that a caller can
+// later ask whether it is still there (StoredMsgID).
+func (b *Bus) PublishAll(ctx context.Context, msgs []Message) ([]Published, error) {
+	out := make([]Published, len(msgs))
+	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
+	for _, p := range msgs {
+		m, err := toMsg(p.Subject, p.Env)
+		if err != nil {
+			return nil, err
+		}
+		if !p.At.IsZero() {
+			at := p.At.UTC().Add(time.Second - 1).Truncate(time.Second)
+			m.Header.Set("Nats-Schedule", "@at "+at.Format(time.RFC3339))
+			m.Header.Set("Nats-Schedule-Target", p.Target)
+		}
+		f, err := b.js.PublishMsgAsync(m, jetstream.WithMsgID(p.MsgID))
+		if err != nil {
+			return nil, fmt.Errorf("bus: publish %s to %s: %w", p.Env.Type, p.Subject, err)
+		}
+		futures = append(futures, f)
+	}
+	for i, f := range futures {
+		select {
+		case ack := <-f.Ok():
+			out[i] = Published{Stream: ack.Stream, Sequence: ack.Sequence, Duplicate: ack.Duplicate}
+		case err := <-f.Err():
+			return nil, fmt.Errorf("bus: publish %s to %s: %w", msgs[i].Env.Type, msgs[i].Subject, err)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return out, nil
+}
+
+// StoredMsgID returns the Nats-Msg-Id of the message stored at seq in
+// stream, or ErrNotFound if none is: in a work-queue stream, a message that
+// was acknowledged, or one the server lost. Compare the id with the one
+// published, since a server that lost a message may give its sequence to
+// another. It reads through the stream's leader, never a lagging replica.
+func (b *Bus) StoredMsgID(ctx context.Context, stream string, seq uint64) (string, error) {
+	s, err := b.js.Stream(ctx, stream)
+	if err != nil {
+		return "", fmt.Errorf("bus: stream %s: %w", stream, err)
+	}
+	m, err := s.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return "", fmt.Errorf("%w: %s sequence %d", ErrNotFound, stream, seq)
+	}
+	if err != nil {
+		return "", fmt.Errorf("bus: stream %s sequence %d: %w", stream, seq, err)
+	}
+	return m.Header.Get(nats.MsgIdHdr), nil
+}
+
+// FindMsgID looks through the messages stored in stream on subject, oldest
+// first, for one whose Nats-Msg-Id match accepts. It reads at most limit
+// messages: complete is false when it stopped there without finding one,
+// and the answer is then unknown. Each message read is one request, so it
+// suits subjects that hold few messages (one workflow's replies or timers).
+func (b *Bus) FindMsgID(ctx context.Context, stream, subject string, match func(msgID string) bool, limit int) (found, complete bool, err error) {
+	s, err := b.js.Stream(ctx, stream)
+	if err != nil {
+		return false, false, fmt.Errorf("bus: stream %s: %w", stream, err)
+	}
+	seq := uint64(1)
+	for range limit {
+		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return false, true, nil
+		}
+		if err != nil {
+			return false, false, fmt.Errorf("bus: stream %s subject %s: %w", stream, subject, err)
+		}
+		if match(m.Header.Get(nats.MsgIdHdr)) {
+			return true, true, nil
+		}
+		seq = m.Sequence + 1
+	}
+	return false, false, nil
+}
