@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,30 +18,10 @@ import (
 // natsServerBin is the real nats-server, built once from the module this
 // repository requires (the binary `go install …/nats-server/v2@v2.15.2`
 // gives).
-var natsServerBin struct {
-	once sync.Once
-	path string
-	err  error
-}
+var natsServerBin built
 
 func natsServerBinary(t *testing.T) string {
-	t.Helper()
-	natsServerBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "agentbus-nats-server-")
-		if err != nil {
-			natsServerBin.err = err
-			return
-		}
-		natsServerBin.path = filepath.Join(dir, "nats-server")
-		out, err := exec.Command("go", "build", "-o", natsServerBin.path, "github.com/nats-io/nats-server/v2").CombinedOutput()
-		if err != nil {
-			natsServerBin.err = fmt.Errorf("go build nats-server: %v\n%s", err, out)
-		}
-	})
-	if natsServerBin.err != nil {
-		t.Fatal(natsServerBin.err)
-	}
-	return natsServerBin.path
+	return natsServerBin.get(t, "github.com/nats-io/nats-server/v2", "nats-server")
 }
 
 // natsNode is a nats-server process started on the repository's nats.conf.

@@ -23,32 +23,39 @@ import (
 	"github.com/agentbus/agentbus/gateway"
 )
 
-// binary is the agentbus binary built once for the process tests.
-var binary struct {
+// built is a binary built once per test binary, from a package of this
+// module or of one it requires.
+type built struct {
 	once sync.Once
 	path string
 	err  error
 }
 
-func agentbusBinary(t *testing.T) string {
+// get builds pkg as name on first use and returns its path.
+func (b *built) get(t *testing.T, pkg, name string) string {
 	t.Helper()
-	binary.once.Do(func() {
-		dir, err := os.MkdirTemp("", "agentbus-bin-")
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "agentbus-"+name+"-")
 		if err != nil {
-			binary.err = err
+			b.err = err
 			return
 		}
-		binary.path = filepath.Join(dir, "agentbus")
-		out, err := exec.Command("go", "build", "-o", binary.path, ".").CombinedOutput()
+		b.path = filepath.Join(dir, name)
+		out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput()
 		if err != nil {
-			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 		}
 	})
-	if binary.err != nil {
-		t.Fatal(binary.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binary.path
+	return b.path
 }
+
+// binary is the agentbus binary built once for the process tests.
+var binary built
+
+func agentbusBinary(t *testing.T) string { return binary.get(t, ".", "agentbus") }
 
 // proc is a running agentbus process with its combined output.
 type proc struct {
