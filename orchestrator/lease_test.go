@@ -418,3 +418,31 @@ func TestStepLostTooOftenFails(t *testing.T) {
 		t.Fatalf("ended %s %s, want step A failed after 5 lost attempts:%s", end.Type.Short(), end.Data, describe(rs))
 	}
 }
+
+// The watchdog's timer is kept by the server, not by an orchestrator: armed
+// before the server restarts (on the same store, with every orchestrator
+// gone), it still finds the step request lost afterwards.
+func TestWatchdogTimerOutlivesAServerRestart(t *testing.T) {
+	t.Parallel() // waits on leases, not on the CPU
+	before := bustest.New(t)
+	served(t, before, "echo")
+	o, stop := startOrchestrator(t, before, watchdogOnly)
+	const wf = "restarted"
+	submit(t, before.Bus, "default", wf, events.WorkflowSubmitted{Plan: diamond()})
+	checkpointWhen(t, o, wf, "A dispatched", func(cp *orchestrator.Checkpoint) bool {
+		return cp.Tasks["A"].Status == events.StateWorking && cp.Tasks["A"].StepSeq > 0 && len(cp.Outbox) == 0
+	})
+	stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := before.Server.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	env := bustest.NewWithOptions(t, bustest.Options{Dir: before.Dir})
+	steps, _ := subjects.Step("default", "echo")
+	lose(t, env, subjects.StreamSteps, stored(t, env, subjects.StreamSteps, steps, events.StepKey("default", wf, "A", 1)))
+	startEcho(t, env)
+	o, _ = startOrchestrator(t, env, watchdogOnly)
+	completedOnce(t, o, wf, collect(t, env.Bus, "default", wf), map[string]int{"A": 2})
+}

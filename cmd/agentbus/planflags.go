@@ -34,6 +34,17 @@ func (f *planFlags) register(cmd *cobra.Command) {
 		"before it is dispatched again as its next attempt, and how long a workflow may sit unchanged before the checkpoint scan looks at it; "+
 		"at least the workers' --ack-wait (default three times it: 1m30s)")
 	f.flags = cmd.Flags()
+	// Checked before the command connects or starts anything.
+	prev := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		if prev != nil {
+			if err := prev(c, args); err != nil {
+				return err
+			}
+		}
+		_, err := f.lease()
+		return err
+	}
 }
 
 // lease returns the step lease these flags set, or an error naming the

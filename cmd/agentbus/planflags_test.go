@@ -36,6 +36,9 @@ func TestStepLeaseFlag(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, err := pf.lease()
+			if perr := cmd.PreRunE(cmd, nil); (perr == nil) != (err == nil) {
+				t.Errorf("PreRunE = %v, lease() = %v: the command must refuse the flag before it runs", perr, err)
+			}
 			if len(tc.wantErr) > 0 {
 				if err == nil {
 					t.Fatalf("lease() = %s, want an error", got)
