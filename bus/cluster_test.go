@@ -19,8 +19,8 @@ import (
 // allStreams are the streams behind every stream and bucket agentbus
 // provisions.
 var allStreams = []string{subjects.StreamWorkflows, subjects.StreamSteps, subjects.StreamReplies,
-	subjects.StreamEvents, subjects.StreamDeadLetter, "KV_" + subjects.BucketCheckpoints,
-	"KV_" + subjects.BucketControl, "KV_" + subjects.BucketMemory, "KV_" + subjects.BucketAgents}
+	subjects.StreamEvents, subjects.StreamDeadLetter, subjects.StreamTimers, "KV_" + subjects.BucketCheckpoints,
+	"KV_" + subjects.BucketControl, "KV_" + subjects.BucketMemory, "KV_" + subjects.BucketAgents, "KV_" + subjects.BucketLeases}
 
 func clusterCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -140,6 +140,7 @@ func (c StreamsConfig) streams() []jetstream.StreamConfig {
 			// refuse the 1,001st watcher.
 			MaxConsumers: MaxFollowers,
 		},
+		TimersStream(c.Replicas, c.Duplicates),
 		{
 			Name: subjects.StreamDeadLetter, Description: "agentbus steps that exhausted their deliveries",
 			Subjects: []string{subjects.AllDeadLetters}, Retention: jetstream.LimitsPolicy,
@@ -156,6 +157,7 @@ func (c StreamsConfig) buckets() []jetstream.KeyValueConfig {
 		{Bucket: subjects.BucketMemory, Description: "agentbus memory agent facts, per tenant", History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas},
 		{Bucket: subjects.BucketAgents, Description: "agentbus agent registrations (per-key TTL)", History: 1, Storage: jetstream.FileStorage,
 			Replicas: c.Replicas, LimitMarkerTTL: time.Minute},
+		LeasesBucket(c.Replicas),
 	}
 }
 

@@ -116,7 +116,7 @@ func TestStoredMsgIDAndFindMsgID(t *testing.T) {
 // EnsureTimers never changes a stream it did not make: one without
 // schedules is reported, with what differs.
 func TestEnsureTimersReportsAnIncompatibleStream(t *testing.T) {
-	env := bustest.New(t)
+	env := bustest.NewWithOptions(t, bustest.Options{NoProvision: true})
 	ctx := testCtx(t)
 	if _, err := env.Bus.JetStream().CreateStream(ctx, jetstream.StreamConfig{Name: subjects.StreamTimers, Subjects: []string{subjects.AllTimers}}); err != nil {
 		t.Fatal(err)
