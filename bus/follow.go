@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -44,13 +45,34 @@ func (b *Bus) Follow(ctx context.Context, tenant, workflow string, after uint64,
 	if err != nil {
 		return err
 	}
+	for {
+		err := b.follow(ctx, tenant, workflow, subj, &after, fn)
+		if !errors.Is(err, errStalled) {
+			return err
+		}
+		b.log.Warn("follower stalled: its consumer delivered nothing while the workflow had newer events; following again from its cursor",
+			"subject", subj, "after", after)
+	}
+}
+
+// errStalled ends one consumer of Follow whose events stopped coming
+// while the stream held newer ones.
+var errStalled = errors.New("bus: follower stalled")
+
+// follow runs one ordered consumer for Follow from *after, moving *after
+// past every stored event it reads. A stall check runs beside it: when
+// nothing arrived for followStallCheck but the stream holds an event of
+// the workflow past *after, the consumer is stuck (its server died and
+// the client library could not replace it) and follow returns errStalled
+// for Follow to start a new one.
+func (b *Bus) follow(ctx context.Context, tenant, workflow, subj string, after *uint64, fn FollowFunc) error {
 	// A follower that dies without cleaning up leaves its consumer behind
 	// for InactiveThreshold only.
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}, DeliverPolicy: jetstream.DeliverAllPolicy,
 		InactiveThreshold: time.Minute}
-	if after > 0 {
+	if *after > 0 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = after + 1
+		cfg.OptStartSeq = *after + 1
 	}
 	cons, err := b.js.OrderedConsumer(ctx, subjects.StreamEvents, cfg)
 	if err != nil {
@@ -75,9 +97,19 @@ func (b *Bus) Follow(ctx context.Context, tenant, workflow string, after uint64,
 			_ = b.js.DeleteConsumer(dctx, subjects.StreamEvents, info.Name)
 		}
 	}()
+	var cursor atomic.Uint64 // the last stream sequence read
+	cursor.Store(*after)
+	var stalled, busy atomic.Bool // busy: fn has a record (a slow client is no stall)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go b.watchStall(wctx, tenant, workflow, &cursor, &busy, &stalled, it.Stop)
 	for {
 		m, err := it.Next()
 		if err != nil {
+			*after = cursor.Load()
+			if stalled.Load() && ctx.Err() == nil {
+				return errStalled
+			}
 			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				return ctx.Err()
 			}
@@ -87,6 +119,8 @@ func (b *Bus) Follow(ctx context.Context, tenant, workflow string, after uint64,
 		if err != nil {
 			continue
 		}
+		cursor.Store(md.Sequence.Stream)
+		*after = md.Sequence.Stream
 		env, err := events.Decode(m.Headers(), m.Data())
 		if err != nil {
 			// Most likely an agent outside Go that left out a header or a
@@ -95,11 +129,47 @@ func (b *Bus) Follow(ctx context.Context, tenant, workflow string, after uint64,
 				"type", lookupHeader(m.Headers(), events.HeaderType), "source", lookupHeader(m.Headers(), events.HeaderSource), "err", err)
 			continue
 		}
-		if err := fn(ctx, Record{Offset: md.Sequence.Stream, Envelope: env, Pending: md.NumPending}); err != nil {
+		busy.Store(true)
+		err = fn(ctx, Record{Offset: md.Sequence.Stream, Envelope: env, Pending: md.NumPending})
+		busy.Store(false)
+		if err != nil {
 			if errors.Is(err, ErrStop) {
 				return nil
 			}
 			return err
+		}
+	}
+}
+
+// followStallCheck is how long a follower may read nothing before it asks
+// the stream whether it should have.
+const followStallCheck = 5 * time.Second
+
+// watchStall checks every followStallCheck whether the workflow has an
+// event past what the follower read while the cursor stood still; then it
+// marks the follower stalled and stops its iterator.
+func (b *Bus) watchStall(ctx context.Context, tenant, workflow string, cursor *atomic.Uint64, busy, stalled *atomic.Bool, stop func()) {
+	t := time.NewTicker(followStallCheck)
+	defer t.Stop()
+	seen := cursor.Load()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := cursor.Load()
+		if now != seen || busy.Load() {
+			seen = now
+			continue
+		}
+		qctx, cancel := context.WithTimeout(ctx, followStallCheck/2)
+		last, err := b.LastOffset(qctx, tenant, workflow)
+		cancel()
+		if err == nil && last > now && cursor.Load() == now && !busy.Load() {
+			stalled.Store(true)
+			stop()
+			return
 		}
 	}
 }

@@ -264,3 +264,50 @@ func TestFollowLeavesNoConsumerBehind(t *testing.T) {
 		return info.State.Consumers == 0, fmt.Sprintf("%d consumers left on %s", info.State.Consumers, subjects.StreamEvents)
 	})
 }
+
+// A follower whose consumer stops delivering while the workflow has newer
+// events (here: the consumer paused on the server, as a consumer on a dead
+// server looks) notices within the stall check and follows again from its
+// cursor: the next events arrive, none twice.
+func TestFollowRecoversFromAStuckConsumer(t *testing.T) {
+	env := bustest.New(t)
+	ctx, cancelAll := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelAll()
+	publishEvent(t, env.Bus, "w1", 1)
+	got := make(chan bus.Record, 16)
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_ = env.Bus.Follow(fctx, tenant, "w1", 0, func(_ context.Context, r bus.Record) error {
+			got <- r
+			return nil
+		})
+	}()
+	first := recv(t, got, "event 1")
+	s, err := env.Bus.JetStream().Stream(ctx, subjects.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused := 0
+	for name := range s.ListConsumers(ctx).Info() {
+		if _, err := env.Bus.JetStream().PauseConsumer(ctx, subjects.StreamEvents, name.Name, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		paused++
+	}
+	if paused != 1 {
+		t.Fatalf("paused %d consumers, want the follower's one", paused)
+	}
+	off2 := publishEvent(t, env.Bus, "w1", 2)
+	off3 := publishEvent(t, env.Bus, "w1", 3)
+	for _, want := range []uint64{off2, off3} {
+		select {
+		case r := <-got:
+			if r.Offset != want {
+				t.Fatalf("after the stall got offset %d, want %d (first was %d)", r.Offset, want, first.Offset)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the follower of a stuck consumer got nothing within 30s (want offset %d)", want)
+		}
+	}
+}

@@ -283,8 +283,44 @@ func (b *Bus) ensureReplicas(ctx context.Context, kind, name string, have jetstr
 	if _, err := b.js.UpdateStream(ctx, have); err != nil {
 		return fmt.Errorf("bus: scale %s %s from %d to %d replicas: %w", kind, name, from, want, err)
 	}
-	b.log.Info("scaled in place", "kind", kind, "name", name, "replicas_was", from, "replicas", want)
-	return nil
+	b.log.Info("scaling in place", "kind", kind, "name", name, "replicas_was", from, "replicas", want)
+	return b.awaitCurrent(ctx, kind, name, want)
+}
+
+// awaitCurrent waits until a scaled stream has want replicas, all current
+// (caught up with the leader), so that losing a server right after a
+// scale-up loses nothing. If ctx ends first it says so in the log and
+// returns nil: the stream is scaled and JetStream goes on catching up.
+func (b *Bus) awaitCurrent(ctx context.Context, kind, name string, want int) error {
+	stream := name
+	if kind == "bucket" {
+		stream = "KV_" + name
+	}
+	for {
+		s, err := b.js.Stream(ctx, stream)
+		if err == nil {
+			info := s.CachedInfo()
+			current := 0
+			if info.Cluster != nil && info.Cluster.Leader != "" {
+				current = 1
+				for _, p := range info.Cluster.Replicas {
+					if p.Current {
+						current++
+					}
+				}
+			}
+			if current >= want {
+				b.log.Info("scaled in place", "kind", kind, "name", name, "replicas", want)
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			b.log.Warn("scaled, replicas still catching up", "kind", kind, "name", name, "replicas", want)
+			return nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func (b *Bus) ensureBucket(ctx context.Context, want jetstream.KeyValueConfig, update bool) error {
