@@ -38,6 +38,9 @@ type ChatConfig struct {
 	Retries int
 	// HTTPClient, when set, sends the requests (tests, proxies, custom TLS).
 	HTTPClient *http.Client
+	// Observe, when set, is called after every completion (metrics: see
+	// Call); it must be safe for concurrent use and quick.
+	Observe func(Call)
 }
 
 func (c *ChatConfig) setDefaults() {
@@ -173,7 +176,20 @@ func (c *Chat) complete(ctx context.Context, system, user string, jsonMode bool)
 	if jsonMode {
 		params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}
 	}
+	start := time.Now()
 	res, err := c.service.New(ctx, params)
+	if c.cfg.Observe != nil {
+		call := Call{Model: c.cfg.Model, Duration: time.Since(start)}
+		if err != nil {
+			call.Err = c.wrap(ctx, err)
+		} else {
+			call.PromptTokens, call.CompletionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
+			if len(res.Choices) == 0 || res.Choices[0].Message.Content == "" {
+				call.Err = ErrNoAnswer
+			}
+		}
+		c.cfg.Observe(call)
+	}
 	if err != nil {
 		return "", c.wrap(ctx, err)
 	}
