@@ -125,7 +125,7 @@ func (g *Gateway) stats() *metrics { return g.cfg.Auth.mw.metrics }
 
 func (g *Gateway) routesAuth() {
 	g.mux.HandleFunc("GET /readyz", g.readyz)
-	g.mux.Handle("GET /metrics", g.stats().handler())
+	g.mux.Handle("GET /metrics", g.stats().handler(g.cfg.Metrics))
 	mw := g.cfg.Auth.mw
 	if !mw.on() {
 		g.log.Warn(`auth is off: no tokens configured, so anyone who reaches the gateway may act for any tenant named in X-Agentbus-Tenant (default "default"); pass --tokens FILE or set AGENTBUS_TOKENS to turn it on`)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
@@ -47,6 +49,11 @@ type Config struct {
 	// CORS lets pages on other origins call the API; its origins are also
 	// allowed to open WebSockets.
 	CORS CORSConfig
+	// Metrics, when set, is served at GET /metrics beside the gateway's
+	// own metrics: `agentbus serve` passes the orchestrator's and the
+	// workers' registry. It must not hold the go_* and process_*
+	// collectors, which the gateway registers itself.
+	Metrics prometheus.Gatherer
 }
 
 func (c *Config) setDefaults() {

@@ -106,9 +106,14 @@ func newMetrics() *metrics {
 	return m
 }
 
-// handler serves the registry in the Prometheus text format.
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+// handler serves the registry, and extra if not nil, in the Prometheus
+// text format (or OpenMetrics, with exemplars, when the scraper asks).
+func (m *metrics) handler(extra prometheus.Gatherer) http.Handler {
+	var g prometheus.Gatherer = m.registry
+	if extra != nil {
+		g = prometheus.Gatherers{m.registry, extra}
+	}
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{Registry: m.registry, EnableOpenMetrics: true})
 }
 
 // track starts measuring one request; the caller serves through the
