@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -176,11 +177,16 @@ func (b *Bus) Provision(ctx context.Context, cfg StreamsConfig) error {
 		return err
 	}
 	var said time.Time
+	scaled := map[string]bool{}
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := b.provision(actx, cfg)
+		err := b.provision(actx, cfg, scaled)
 		cancel()
-		if err == nil || !transient(err) || ctx.Err() != nil {
+		if err == nil {
+			b.awaitCurrent(ctx, scaled, cfg.Replicas)
+			return nil
+		}
+		if !transient(err) || ctx.Err() != nil {
 			return err
 		}
 		if time.Since(said) > 5*time.Second {
@@ -195,13 +201,15 @@ func (b *Bus) Provision(ctx context.Context, cfg StreamsConfig) error {
 	}
 }
 
-func (b *Bus) provision(ctx context.Context, cfg StreamsConfig) error {
+// provision makes one pass over the streams and buckets; the streams it
+// scaled (by their stream name) are added to scaled.
+func (b *Bus) provision(ctx context.Context, cfg StreamsConfig, scaled map[string]bool) error {
 	var errs []error
 	for _, want := range cfg.streams() {
-		errs = append(errs, b.ensureStream(ctx, want, cfg.UpdateReplicas))
+		errs = append(errs, b.ensureStream(ctx, want, cfg.UpdateReplicas, scaled))
 	}
 	for _, want := range cfg.buckets() {
-		errs = append(errs, b.ensureBucket(ctx, want, cfg.UpdateReplicas))
+		errs = append(errs, b.ensureBucket(ctx, want, cfg.UpdateReplicas, scaled))
 	}
 	return errors.Join(errs...)
 }
@@ -233,7 +241,7 @@ func transient(err error) bool {
 // unavailable, 10023 insufficient resources) answer 503.
 const jsErrNoPeers = 10005
 
-func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig, update bool) error {
+func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig, update bool, scaled map[string]bool) error {
 	s, err := b.js.Stream(ctx, want.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		if _, err := b.js.CreateStream(ctx, want); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
@@ -266,12 +274,13 @@ func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig, upd
 		diff("replicas", have.Replicas, want.Replicas)
 		return &IncompatibleError{Kind: "stream", Name: want.Name, Differences: diffs}
 	}
-	return b.ensureReplicas(ctx, "stream", want.Name, have, want.Replicas, update)
+	return b.ensureReplicas(ctx, "stream", want.Name, have, want.Replicas, update, scaled)
 }
 
 // ensureReplicas reports a stream (or a bucket's stream) whose replica
-// count differs from want, or, with update, changes it in place.
-func (b *Bus) ensureReplicas(ctx context.Context, kind, name string, have jetstream.StreamConfig, want int, update bool) error {
+// count differs from want, or, with update, changes it in place and notes
+// its stream's name in scaled.
+func (b *Bus) ensureReplicas(ctx context.Context, kind, name string, have jetstream.StreamConfig, want int, update bool, scaled map[string]bool) error {
 	if have.Replicas == want {
 		return nil
 	}
@@ -284,46 +293,51 @@ func (b *Bus) ensureReplicas(ctx context.Context, kind, name string, have jetstr
 		return fmt.Errorf("bus: scale %s %s from %d to %d replicas: %w", kind, name, from, want, err)
 	}
 	b.log.Info("scaling in place", "kind", kind, "name", name, "replicas_was", from, "replicas", want)
-	return b.awaitCurrent(ctx, kind, name, want)
+	scaled[have.Name] = true
+	return nil
 }
 
-// awaitCurrent waits until a scaled stream has want replicas, all current
-// (caught up with the leader), so that losing a server right after a
-// scale-up loses nothing. If ctx ends first it says so in the log and
-// returns nil: the stream is scaled and JetStream goes on catching up.
-func (b *Bus) awaitCurrent(ctx context.Context, kind, name string, want int) error {
-	stream := name
-	if kind == "bucket" {
-		stream = "KV_" + name
-	}
-	for {
-		s, err := b.js.Stream(ctx, stream)
-		if err == nil {
-			info := s.CachedInfo()
-			current := 0
-			if info.Cluster != nil && info.Cluster.Leader != "" {
-				current = 1
-				for _, p := range info.Cluster.Replicas {
-					if p.Current {
-						current++
-					}
-				}
+// awaitCurrent waits until every scaled stream has want replicas, all
+// current (caught up with its leader), so that losing a server right
+// after a scale-up loses nothing. If ctx ends first it says which are
+// still catching up and returns: they are scaled, and JetStream goes on.
+func (b *Bus) awaitCurrent(ctx context.Context, scaled map[string]bool, want int) {
+	start := time.Now()
+	for len(scaled) > 0 {
+		for stream := range scaled {
+			if s, err := b.js.Stream(ctx, stream); err == nil && currentReplicas(s.CachedInfo()) >= want {
+				delete(scaled, stream)
 			}
-			if current >= want {
-				b.log.Info("scaled in place", "kind", kind, "name", name, "replicas", want)
-				return nil
-			}
+		}
+		if len(scaled) == 0 {
+			break
 		}
 		select {
 		case <-ctx.Done():
-			b.log.Warn("scaled, replicas still catching up", "kind", kind, "name", name, "replicas", want)
-			return nil
+			b.log.Warn("scaled; replicas still catching up", "streams", slices.Sorted(maps.Keys(scaled)), "replicas", want)
+			return
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	b.log.Info("scaled in place: every new replica is current", "replicas", want, "took", time.Since(start).Round(time.Millisecond))
 }
 
-func (b *Bus) ensureBucket(ctx context.Context, want jetstream.KeyValueConfig, update bool) error {
+// currentReplicas counts a stream's leader and its replicas that are
+// current.
+func currentReplicas(info *jetstream.StreamInfo) int {
+	if info == nil || info.Cluster == nil || info.Cluster.Leader == "" {
+		return 0
+	}
+	n := 1
+	for _, p := range info.Cluster.Replicas {
+		if p.Current {
+			n++
+		}
+	}
+	return n
+}
+
+func (b *Bus) ensureBucket(ctx context.Context, want jetstream.KeyValueConfig, update bool, scaled map[string]bool) error {
 	kv, err := b.js.KeyValue(ctx, want.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		if _, err := b.js.CreateKeyValue(ctx, want); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
@@ -355,7 +369,7 @@ func (b *Bus) ensureBucket(ctx context.Context, want jetstream.KeyValueConfig, u
 	if !ok {
 		return nil
 	}
-	return b.ensureReplicas(ctx, "bucket", want.Bucket, bs.StreamInfo().Config, want.Replicas, update)
+	return b.ensureReplicas(ctx, "bucket", want.Bucket, bs.StreamInfo().Config, want.Replicas, update, scaled)
 }
 
 // Epoch returns the events stream's epoch: the identity of its incarnation.

@@ -457,10 +457,8 @@ func TestUpdateStreamsScalesALiveCluster(t *testing.T) {
 		t.Fatalf("orchestrator --replicas 3 over R1 streams:\n%s", out)
 	}
 	orch := startProc(t, "orchestrator", "--nats", all, "--replicas", "3", "--update-streams", "--log-level", "info")
+	orch.waitLine(t, regexp.MustCompile(`msg="scaling in place"`))
 	orch.waitLine(t, regexp.MustCompile(`msg="agentbus orchestrator ready"`))
-	if !strings.Contains(orch.output(), "scaled in place") {
-		t.Errorf("the orchestrator did not log the scaling:\n%s", orch.output())
-	}
 	awaitCompleted(t, c, ids)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
