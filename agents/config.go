@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
@@ -47,6 +49,9 @@ type WorkerConfig struct {
 	// Embedder embeds agent descriptions for discovery; default local.
 	Embedder llm.Embedder
 	Logger   *slog.Logger
+	// TracerProvider records the spans of each step run (trace.go);
+	// default: a no-op provider.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *WorkerConfig) setDefaults() {
@@ -76,6 +81,9 @@ func (c *WorkerConfig) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = noop.NewTracerProvider()
 	}
 }
 

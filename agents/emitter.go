@@ -36,6 +36,7 @@ func (e *stepEmitter) publish(ctx context.Context, typ events.Type, payload any)
 	if err != nil {
 		return err
 	}
+	traceEnvelope(ctx, &env)
 	_, err = e.bus.Publish(ctx, subj, env, key)
 	return err
 }

@@ -155,7 +155,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			go func() {
 				defer wg.Done()
 				err := w.cfg.Bus.Consume(ctx, w.consumeConfig(c), func(hctx context.Context, d *bus.Delivery) error {
-					return w.handle(hctx, r, c, d)
+					return w.traced(hctx, r, c, d)
 				})
 				mu.Lock()
 				errs = append(errs, err)
@@ -217,8 +217,10 @@ func (w *Worker) handle(ctx context.Context, r *running, capability string, d *b
 		timeout: time.Duration(sr.TimeoutMS) * time.Millisecond,
 	}
 	key, _ := subjects.CheckpointKey(req.TenantID, req.WorkflowID)
+	spanAttempt(ctx, req.Attempt)
 	if reason, ok := w.cancels.isCanceled(key); ok && w.stillCanceled(ctx, key) {
 		w.log.Info("step of a canceled workflow dropped", "workflow", req.WorkflowID, "step", req.StepID, "reason", reason)
+		spanFailed(ctx, "canceled: "+reason)
 		return nil // acked, never run
 	}
 	if d.Delivered > uint64(w.cfg.MaxDeliver) {
@@ -235,6 +237,8 @@ func (w *Worker) handle(ctx context.Context, r *running, capability string, d *b
 	r.stats.end(start, err, canceled)
 	capStats.end(start, err, canceled)
 	if canceled {
+		reason, _ := w.cancels.isCanceled(key)
+		spanFailed(ctx, "canceled: "+reason)
 		w.log.Info("step canceled with its workflow", "workflow", req.WorkflowID, "step", req.StepID)
 		return nil // acked; the workflow is over, nobody waits for a reply
 	}
@@ -265,6 +269,7 @@ func (w *Worker) giveUp(ctx context.Context, d *bus.Delivery, req Request, reaso
 	if err := w.cfg.Bus.DeadLetter(ctx, d, subj, reason, w.cfg.Name); err != nil {
 		return err
 	}
+	spanFailed(ctx, "dead-lettered: "+reason)
 	return w.reply(ctx, req, events.TypeStepFailed, events.StepFailed{
 		StepID: req.StepID, Capability: req.Capability, Attempt: req.Attempt, Error: reason, Worker: w.cfg.Name,
 	})
@@ -282,6 +287,7 @@ func (w *Worker) reply(ctx context.Context, req Request, typ events.Type, payloa
 	if err != nil {
 		return err
 	}
+	traceEnvelope(ctx, &env)
 	_, err = w.cfg.Bus.Publish(ctx, subj, env, key)
 	return err
 }

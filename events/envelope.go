@@ -166,6 +166,9 @@ func Decode(header map[string][]string, data []byte) (Envelope, error) {
 		Subject: get(HeaderSubject), TenantID: get(HeaderTenant), WorkflowID: get(HeaderWorkflow),
 		StepID: get(HeaderStep), TraceParent: get(HeaderTraceParent), Data: data,
 	}
+	if e.TraceParent == "" {
+		e.TraceParent = get(HeaderW3CTraceParent) // a bare publish with W3C's own header
+	}
 	if t := get(HeaderTime); t != "" {
 		ts, err := time.Parse(time.RFC3339Nano, t)
 		if err != nil {

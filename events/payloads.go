@@ -128,6 +128,9 @@ type Status struct {
 	State   State  `json:"state"`
 	StepID  string `json:"step_id,omitempty"`
 	Message string `json:"message,omitempty"`
+	// TraceID is the workflow's OpenTelemetry trace id, on its first
+	// status event, so that a client can jump to the trace.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // Progress is the data of TypeProgress.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
 )
@@ -49,6 +51,14 @@ type Checkpoint struct {
 	// Outbox holds messages decided by the last transition and not yet known
 	// to be published.
 	Outbox []Outgoing `json:"outbox,omitempty"`
+	// TraceID is the workflow's OpenTelemetry trace id and TraceParent the
+	// W3C context of its root span ("workflow submit"): every span of the
+	// workflow, made by whichever process, descends from it (trace.go).
+	TraceID     string `json:"trace_id,omitempty"`
+	TraceParent string `json:"trace_parent,omitempty"`
+	// spans were started by the transition under way and end once its
+	// checkpoint is stored.
+	spans []trace.Span
 }
 
 // Task is one step's state within a checkpoint.
@@ -75,6 +85,9 @@ type Task struct {
 	// AGENTBUS_STEPS, known once its publish was acknowledged: the
 	// watchdog's way to ask whether it is still queued or running.
 	StepSeq uint64 `json:"step_seq,omitempty"`
+	// TraceParent is the W3C context of the live attempt's dispatch span,
+	// the parent of its run on a worker and of its approval wait.
+	TraceParent string `json:"trace_parent,omitempty"`
 }
 
 // Approval states.
@@ -112,6 +125,9 @@ type Outgoing struct {
 	// on Subject and publishes it on Target at At (a watchdog timer).
 	At     *time.Time `json:"at,omitempty"`
 	Target string     `json:"target,omitempty"`
+	// TraceParent is the message's ce-traceparent; default the
+	// workflow's.
+	TraceParent string `json:"trace_parent,omitempty"`
 }
 
 func newCheckpoint(tenant, workflow, query string, now time.Time) *Checkpoint {

@@ -97,9 +97,11 @@ func (o *Orchestrator) request(cp *Checkpoint, s events.PlanStep, t *Task, deps 
 			return err
 		}
 	}
+	msgID := events.StepKey(cp.TenantID, cp.WorkflowID, s.ID, t.Attempt)
+	t.TraceParent = o.stepSpan(cp, s, t, subj, msgID)
 	cp.Outbox = append(cp.Outbox, Outgoing{
-		Subject: subj, MsgID: events.StepKey(cp.TenantID, cp.WorkflowID, s.ID, t.Attempt),
-		Type: events.TypeStepRequested, StepID: s.ID, Time: now, Data: data,
+		Subject: subj, MsgID: msgID,
+		Type: events.TypeStepRequested, StepID: s.ID, Time: now, Data: data, TraceParent: t.TraceParent,
 	})
 	return nil
 }

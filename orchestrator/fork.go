@@ -42,7 +42,7 @@ func (o *Orchestrator) History(ctx context.Context, tenant, workflow string) ([]
 func (o *Orchestrator) fork(ctx context.Context, cp *Checkpoint, from events.ForkOf) error {
 	cp.Parent = &from
 	fail := func(msg string) error {
-		if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateSubmitted, Message: "fork requested"}); err != nil {
+		if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateSubmitted, Message: "fork requested", TraceID: cp.TraceID}); err != nil {
 			return err
 		}
 		return cp.fail(events.Error{Code: events.CodeInvalidRequest, Message: msg, Pointer: "/fork"})

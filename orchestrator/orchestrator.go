@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/subjects"
@@ -60,6 +63,9 @@ type Config struct {
 	// 20000.
 	ScanBudget int
 	Logger     *slog.Logger
+	// TracerProvider records the workflow's spans (trace.go); default: a
+	// no-op provider.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *Config) setDefaults() {
@@ -71,6 +77,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = noop.NewTracerProvider()
 	}
 	if c.MinScore == 0 {
 		c.MinScore = 0.05
@@ -123,6 +132,7 @@ type Orchestrator struct {
 	checkpoints *bus.KV
 	controls    *bus.KV
 	scan        *scanner
+	tracer      trace.Tracer
 }
 
 // New checks cfg, opens the buckets it needs and makes sure the timers
@@ -170,6 +180,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	}
 	o := &Orchestrator{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "orchestrator"), checkpoints: kv, controls: ctl}
 	o.scan = newScanner(o, leases)
+	o.tracer = cfg.TracerProvider.Tracer(tracerName)
 	return o, nil
 }
 

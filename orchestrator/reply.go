@@ -12,7 +12,7 @@ import (
 )
 
 // handleReply records a step's result and moves the workflow on.
-func (o *Orchestrator) handleReply(ctx context.Context, d *bus.Delivery) error {
+func (o *Orchestrator) handleReply(ctx context.Context, d *bus.Delivery) (err error) {
 	p, err := subjects.Parse(d.Subject)
 	if err != nil || p.Kind != "reply" {
 		return fmt.Errorf("%w: reply on %q", bus.ErrPoison, d.Subject)
@@ -21,6 +21,8 @@ func (o *Orchestrator) handleReply(ctx context.Context, d *bus.Delivery) error {
 	if env.TenantID != p.Tenant {
 		return fmt.Errorf("%w: ce-tenantid %q differs from the subject's tenant %q", bus.ErrPoison, env.TenantID, p.Tenant)
 	}
+	ctx, span := o.startReply(ctx, d, p.Tenant, p.Last)
+	defer func() { endSpan(span, err) }()
 	var apply func(cp *Checkpoint) error
 	switch env.Type {
 	case events.TypeStepCompleted:

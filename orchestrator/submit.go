@@ -13,7 +13,7 @@ import (
 )
 
 // handleSubmission starts a workflow: checkpoint, plan, first dispatches.
-func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) error {
+func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) (err error) {
 	env := d.Envelope
 	if env.Type != events.TypeWorkflowSubmitted {
 		return fmt.Errorf("%w: %s on a submission subject", bus.ErrPoison, env.Type)
@@ -37,8 +37,11 @@ func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) er
 	if err := env.Unmarshal(&sub); err != nil {
 		return fmt.Errorf("%w: %w", bus.ErrPoison, err)
 	}
+	ctx, span := o.startSubmit(ctx, d, p.Tenant, workflow)
+	defer func() { endSpan(span, err) }()
 	cp := newCheckpoint(p.Tenant, workflow, sub.Query, time.Now().UTC())
 	cp.Metadata = sub.Metadata
+	rooted(ctx, cp)
 	// Planning may wait on an LLM for longer than AckWait: keep the
 	// submission ours meanwhile, or it would be planned twice.
 	defer d.KeepInProgress(ctx, o.cfg.AckWait/3)()
@@ -64,16 +67,21 @@ func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) er
 // plan fills a fresh checkpoint: the plan, its stages, the first events and
 // dispatches, or a failure naming what is wrong with the plan.
 func (o *Orchestrator) plan(ctx context.Context, cp *Checkpoint, sub events.WorkflowSubmitted) error {
-	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateSubmitted, Message: "workflow accepted"}); err != nil {
+	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateSubmitted, Message: "workflow accepted", TraceID: cp.TraceID}); err != nil {
 		return err
 	}
 	why := ""
+	pctx, span := o.tracer.Start(ctx, "workflow plan")
 	if sub.Plan != nil {
 		cp.Plan = *sub.Plan
+		span.SetAttributes(attrPlanned.String("submitted"))
 	} else {
-		cp.Plan, why = o.planQuery(ctx, sub.Query)
+		cp.Plan, why = o.planQuery(pctx, sub.Query)
+		span.SetAttributes(attrPlanned.String(why))
 		why = "; " + why
 	}
+	span.SetAttributes(attrSteps.Int(len(cp.Plan.Steps)))
+	span.End()
 	stages, err := Stages(cp.Plan)
 	if err == nil {
 		err = o.checkCapabilities(ctx, cp.Plan)

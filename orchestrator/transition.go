@@ -59,6 +59,7 @@ func (o *Orchestrator) create(ctx context.Context, cp *Checkpoint) error {
 	stripe.Lock()
 	rev, err := o.checkpoints.Create(ctx, key, data)
 	if err == nil {
+		o.stored(cp, traceMark{})
 		err = o.flush(ctx, key, cp, rev)
 		stripe.Unlock()
 		return err
@@ -115,6 +116,7 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, workflow string, 
 			cp.Outbox = nil
 			cp.ResumeCount++
 		}
+		mark := markTrace(cp)
 		err = fn(cp)
 		if errors.Is(err, errNoChange) && fromCache {
 			// "Nothing to do" must be decided on the stored checkpoint, not
@@ -150,6 +152,7 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, workflow string, 
 		if err != nil {
 			return err
 		}
+		o.stored(cp, mark)
 		return o.flush(ctx, key, cp, rev)
 	}
 	return fmt.Errorf("orchestrator: checkpoint %s: %w after %d attempts", key, bus.ErrConflict, maxConflicts)
@@ -249,9 +252,13 @@ func (o *Orchestrator) publish(ctx context.Context, cp *Checkpoint) error {
 func envelopes(cp *Checkpoint, msgs []Outgoing) []bus.Message {
 	batch := make([]bus.Message, len(msgs))
 	for i, m := range msgs {
+		tp := m.TraceParent
+		if tp == "" {
+			tp = cp.TraceParent
+		}
 		batch[i] = bus.Message{Pending: bus.Pending{Subject: m.Subject, MsgID: m.MsgID, Env: events.Envelope{
 			ID: m.MsgID, Source: events.SourceOrchestrator, Type: m.Type, Time: m.Time,
-			TenantID: cp.TenantID, WorkflowID: cp.WorkflowID, StepID: m.StepID, Data: m.Data,
+			TenantID: cp.TenantID, WorkflowID: cp.WorkflowID, StepID: m.StepID, Data: m.Data, TraceParent: tp,
 		}}, Target: m.Target}
 		if m.At != nil {
 			batch[i].At = *m.At
