@@ -25,6 +25,8 @@ type Request struct {
 	DependencyOutputs map[string]json.RawMessage
 	// timeout is the plan's limit for this step, if any.
 	timeout time.Duration
+	// queuedMS and runMS are the run's wait and duration, for a reply.
+	queuedMS, runMS float64
 }
 
 // Emitter publishes a running step's client events to its workflow's event

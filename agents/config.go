@@ -49,6 +49,10 @@ type WorkerConfig struct {
 	// Embedder embeds agent descriptions for discovery; default local.
 	Embedder llm.Embedder
 	Logger   *slog.Logger
+	// Metrics, when set, records steps, queue waits, retries, dead
+	// letters and the step backlog (metrics.go); workers of one process
+	// share one.
+	Metrics *Metrics
 	// TracerProvider records the spans of each step run (trace.go);
 	// default: a no-op provider.
 	TracerProvider trace.TracerProvider

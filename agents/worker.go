@@ -114,6 +114,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		if err := w.cfg.Bus.EnsureConsumer(ctx, w.consumeConfig(c)); err != nil {
 			return err
 		}
+		w.cfg.Metrics.serve(w.cfg.Bus, c)
 	}
 	reg, err := discovery.New(ctx, w.cfg.Bus, w.cfg.Embedder)
 	if err != nil {
@@ -230,32 +231,41 @@ func (w *Worker) handle(ctx context.Context, r *running, capability string, d *b
 	capStats := r.byCapability[capability]
 	start := r.stats.begin()
 	capStats.begin()
+	queued := queueWait(env.Time, start)
+	w.cfg.Metrics.started(ctx, capability, d.Delivered, queued)
 	sctx, done := w.cancels.track(ctx, key)
 	out, err := w.run(sctx, r.agent, req, d)
 	canceled := errors.Is(context.Cause(sctx), errCanceled)
 	done()
 	r.stats.end(start, err, canceled)
 	capStats.end(start, err, canceled)
+	ran := time.Since(start)
+	req.queuedMS, req.runMS = millis(queued), millis(ran)
 	if canceled {
 		reason, _ := w.cancels.isCanceled(key)
 		spanFailed(ctx, "canceled: "+reason)
+		w.cfg.Metrics.finished(ctx, capability, OutcomeCanceled, ran)
 		w.log.Info("step canceled with its workflow", "workflow", req.WorkflowID, "step", req.StepID)
 		return nil // acked; the workflow is over, nobody waits for a reply
 	}
 	if err == nil {
+		w.cfg.Metrics.finished(ctx, capability, OutcomeCompleted, ran)
 		return w.reply(ctx, req, events.TypeStepCompleted, events.StepCompleted{
 			StepID: req.StepID, Capability: req.Capability, Attempt: req.Attempt, Output: out, Worker: w.cfg.Name,
-			DurationMS: float64(time.Since(start).Microseconds()) / 1000,
+			DurationMS: req.runMS, QueuedMS: req.queuedMS,
 		})
 	}
 	if ctx.Err() != nil {
 		// The worker is shutting down past its grace: hand the step back.
+		w.cfg.Metrics.finished(ctx, capability, OutcomeRetried, ran)
 		return fmt.Errorf("%w: %w", bus.ErrHandBack, err)
 	}
 	w.log.Warn("step failed", "workflow", req.WorkflowID, "step", req.StepID, "delivery", d.Delivered, "err", err)
 	if errors.Is(err, ErrPermanent) || d.Delivered >= uint64(w.cfg.MaxDeliver) {
+		w.cfg.Metrics.finished(ctx, capability, OutcomeFailed, ran)
 		return w.giveUp(ctx, d, req, fmt.Sprintf("failed on delivery %d of %d: %v", d.Delivered, w.cfg.MaxDeliver, err))
 	}
+	w.cfg.Metrics.finished(ctx, capability, OutcomeRetried, ran)
 	return err // bus naks with backoff; JetStream redelivers
 }
 
@@ -270,8 +280,10 @@ func (w *Worker) giveUp(ctx context.Context, d *bus.Delivery, req Request, reaso
 		return err
 	}
 	spanFailed(ctx, "dead-lettered: "+reason)
+	w.cfg.Metrics.deadLettered(req.Capability)
 	return w.reply(ctx, req, events.TypeStepFailed, events.StepFailed{
 		StepID: req.StepID, Capability: req.Capability, Attempt: req.Attempt, Error: reason, Worker: w.cfg.Name,
+		QueuedMS: req.queuedMS, DurationMS: req.runMS,
 	})
 }
 
@@ -333,3 +345,15 @@ func marshal(v any) (json.RawMessage, error) {
 	}
 	return b, nil
 }
+
+// queueWait is how long a step waited between its request's publish and
+// start; zero when the clocks disagree.
+func queueWait(published, start time.Time) time.Duration {
+	if published.IsZero() || start.Before(published) {
+		return 0
+	}
+	return start.Sub(published)
+}
+
+// millis is d in milliseconds with microsecond precision.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

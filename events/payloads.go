@@ -74,6 +74,9 @@ type StepCompleted struct {
 	Output     json.RawMessage `json:"output"`
 	Worker     string          `json:"worker,omitempty"`
 	DurationMS float64         `json:"duration_ms,omitempty"`
+	// QueuedMS is how long the step waited between its request's publish
+	// (its ce-time) and this worker starting it; DurationMS is its run.
+	QueuedMS float64 `json:"queued_ms,omitempty"`
 }
 
 // StepFailed is the data of TypeStepFailed.
@@ -84,6 +87,10 @@ type StepFailed struct {
 	Error      string `json:"error"`
 	Retryable  bool   `json:"retryable,omitempty"`
 	Worker     string `json:"worker,omitempty"`
+	// QueuedMS and DurationMS, when the worker ran the step: its wait in
+	// the queue and its run, as in StepCompleted.
+	QueuedMS   float64 `json:"queued_ms,omitempty"`
+	DurationMS float64 `json:"duration_ms,omitempty"`
 }
 
 // Control actions.
@@ -180,6 +187,30 @@ type Complete struct {
 	Result     json.RawMessage            `json:"result"`
 	Outputs    map[string]json.RawMessage `json:"outputs"`
 	DurationMS float64                    `json:"duration_ms"`
+	PhaseLatency
+}
+
+// PhaseLatency is where a workflow's time went, in milliseconds: planning
+// (submission handled → first dispatch), the steps' waits in the queue
+// (their sum and the longest), action (first dispatch → last step
+// finished) and end to end (submission handled → completion). It travels
+// in the complete event and in the workflow's state.
+type PhaseLatency struct {
+	PlanningMS float64 `json:"planning_ms"`
+	QueueMS    float64 `json:"queue_ms"`
+	QueueMaxMS float64 `json:"queue_max_ms"`
+	ActionMS   float64 `json:"action_ms"`
+	EndToEndMS float64 `json:"end_to_end_ms"`
+	// Steps holds each step's wait and run (the complete event only: the
+	// state carries them on its tasks).
+	Steps map[string]StepLatency `json:"steps,omitempty"`
+}
+
+// StepLatency is one step's time in the queue and running, in
+// milliseconds, of its attempt that counted.
+type StepLatency struct {
+	QueuedMS float64 `json:"queued_ms"`
+	RunMS    float64 `json:"run_ms"`
 }
 
 // Cancelled is the data of TypeCancelled.
