@@ -59,6 +59,10 @@ type Checkpoint struct {
 	// spans were started by the transition under way and end once its
 	// checkpoint is stored.
 	spans []trace.Span
+	// PhaseLatency is where the time went (planning_ms, queue_ms,
+	// queue_max_ms, action_ms, end_to_end_ms): set once planned, brought up
+	// to date as steps finish, final at completion (latency.go).
+	*events.PhaseLatency
 }
 
 // Task is one step's state within a checkpoint.
@@ -88,6 +92,10 @@ type Task struct {
 	// TraceParent is the W3C context of the live attempt's dispatch span,
 	// the parent of its run on a worker and of its approval wait.
 	TraceParent string `json:"trace_parent,omitempty"`
+	// QueuedMS and RunMS are the recorded attempt's wait in the queue and
+	// run on its worker, as the worker reported them.
+	QueuedMS float64 `json:"queued_ms,omitempty"`
+	RunMS    float64 `json:"run_ms,omitempty"`
 }
 
 // Approval states.

@@ -168,7 +168,8 @@ func (o *Orchestrator) complete(cp *Checkpoint) error {
 	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateCompleted, Message: msg}); err != nil {
 		return err
 	}
+	cp.measure(time.Now().UTC(), true)
 	return cp.emit(events.TypeComplete, "", events.Complete{
-		Result: result, Outputs: outputs, DurationMS: float64(time.Since(cp.CreatedAt).Microseconds()) / 1000,
+		Result: result, Outputs: outputs, DurationMS: cp.EndToEndMS, PhaseLatency: cp.latency(),
 	})
 }

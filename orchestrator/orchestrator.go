@@ -63,6 +63,9 @@ type Config struct {
 	// 20000.
 	ScanBudget int
 	Logger     *slog.Logger
+	// Metrics, when set, records workflows, steps and phases (metrics.go);
+	// orchestrators of one process may share one.
+	Metrics *Metrics
 	// TracerProvider records the workflow's spans (trace.go); default: a
 	// no-op provider.
 	TracerProvider trace.TracerProvider
@@ -164,7 +167,8 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 			return nil, fmt.Errorf("orchestrator: %w", err)
 		}
 	}
-	cfg.Planner = withDefaultPlanner(cfg)
+	cfg.Planner = cfg.Metrics.planner(withDefaultPlanner(cfg))
+	cfg.Metrics.watch(cfg.Registry)
 	if cfg.Catalog == nil {
 		b, reg := cfg.Bus, cfg.Registry
 		cfg.Catalog = func(ctx context.Context, capability string) (bool, error) {

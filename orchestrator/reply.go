@@ -82,6 +82,8 @@ func (o *Orchestrator) completed(cp *Checkpoint, r events.StepCompleted) error {
 	}
 	now := time.Now().UTC()
 	t.Status, t.Output, t.Worker, t.CompletedAt = events.StateCompleted, r.Output, r.Worker, &now
+	t.QueuedMS, t.RunMS = r.QueuedMS, r.DurationMS
+	cp.measure(now, false)
 	cp.ExecutionOrder = append(cp.ExecutionOrder, r.StepID)
 	if s, _ := cp.planStep(r.StepID); s.RequiresApproval {
 		if err := o.review(cp, r.StepID, t); err != nil {
@@ -149,6 +151,8 @@ func (o *Orchestrator) failed(cp *Checkpoint, r events.StepFailed) error {
 		return o.advance(cp)
 	}
 	t.Status, t.Error, t.Worker, t.CompletedAt = events.StateFailed, r.Error, r.Worker, &now
+	t.QueuedMS, t.RunMS = r.QueuedMS, r.DurationMS
+	cp.measure(now, false)
 	cp.ExecutionOrder = append(cp.ExecutionOrder, r.StepID)
 	if s.Optional {
 		if err := cp.emit(events.TypeStatus, r.StepID, events.Status{State: events.StateFailed, StepID: r.StepID,

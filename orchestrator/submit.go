@@ -107,6 +107,7 @@ func (o *Orchestrator) plan(ctx context.Context, cp *Checkpoint, sub events.Work
 	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateWorking, Message: msg}); err != nil {
 		return err
 	}
+	cp.planned(time.Now().UTC())
 	return o.dispatchReady(cp)
 }
 

@@ -59,6 +59,7 @@ func (o *Orchestrator) create(ctx context.Context, cp *Checkpoint) error {
 	stripe.Lock()
 	rev, err := o.checkpoints.Create(ctx, key, data)
 	if err == nil {
+		o.cfg.Metrics.created(ctx, cp)
 		o.stored(cp, traceMark{})
 		err = o.flush(ctx, key, cp, rev)
 		stripe.Unlock()
@@ -116,6 +117,7 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, workflow string, 
 			cp.Outbox = nil
 			cp.ResumeCount++
 		}
+		was := o.cfg.Metrics.snapshot(cp)
 		mark := markTrace(cp)
 		err = fn(cp)
 		if errors.Is(err, errNoChange) && fromCache {
@@ -152,6 +154,7 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, workflow string, 
 		if err != nil {
 			return err
 		}
+		o.cfg.Metrics.observe(ctx, was, cp)
 		o.stored(cp, mark)
 		return o.flush(ctx, key, cp, rev)
 	}

@@ -1,0 +1,259 @@
+package orchestrator
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agentbus/agentbus/discovery"
+	"github.com/agentbus/agentbus/events"
+)
+
+// Workflow outcomes, the "outcome" label of the workflow metrics.
+const (
+	OutcomeCompleted = "completed"
+	OutcomeFailed    = "failed"
+	OutcomeCanceled  = "canceled"
+)
+
+// Metrics are the orchestrator's Prometheus metrics. One Metrics may serve
+// several Orchestrators of a process (Config.Metrics); its collectors are
+// registered once, on the registry cmd/ passes to NewMetrics. Safe for
+// concurrent use; a nil *Metrics records nothing.
+//
+// Everything is counted when the checkpoint write that decided it
+// succeeded, so a transition retried on a revision conflict, or replayed
+// by another orchestrator, counts once:
+//
+//	agentbus_orchestrator_workflows_started_total{tenant}             workflows created (planned or refused)
+//	agentbus_orchestrator_workflows_finished_total{tenant,outcome}    workflows that ended completed, failed or canceled
+//	agentbus_orchestrator_workflow_duration_seconds{tenant,outcome}   histogram: creation → end
+//	agentbus_orchestrator_phase_seconds{phase}                        histogram of completed workflows' phases: planning,
+//	                                                                  queue (sum of the steps' waits), action, end_to_end
+//	agentbus_orchestrator_steps_finished_total{capability,outcome}    step replies recorded (completed or failed)
+//	agentbus_orchestrator_step_queue_seconds{capability}              histogram: a recorded step's wait in the queue
+//	agentbus_orchestrator_step_run_seconds{capability,outcome}        histogram: a recorded step's run on its worker
+//	agentbus_orchestrator_step_fallbacks_total{capability}            failed steps handed to their plan's fallback capability
+//	agentbus_orchestrator_step_redispatches_total{capability}         step attempts dispatched again by the watchdog (lost requests)
+//	agentbus_orchestrator_planner_fallbacks_total                     LLM plans that fell back to the heuristic planner
+//	agentbus_registry_instances{health}                               agent instances in the registry by health (read on
+//	                                                                  scrape, cached a few seconds)
+//
+// Labels are bounded: tenants, capabilities, outcomes and phases; never a
+// workflow or step id (histograms carry the trace id as an exemplar when
+// the context has a span).
+type Metrics struct {
+	started          *prometheus.CounterVec
+	finished         *prometheus.CounterVec
+	duration         *prometheus.HistogramVec
+	phases           *prometheus.HistogramVec
+	steps            *prometheus.CounterVec
+	stepQueue        *prometheus.HistogramVec
+	stepRun          *prometheus.HistogramVec
+	stepFallbacks    *prometheus.CounterVec
+	redispatches     *prometheus.CounterVec
+	plannerFallbacks prometheus.Counter
+	instances        *instances
+}
+
+// buckets span an offline step (sub-millisecond) to a long LLM workflow.
+var buckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+
+// NewMetrics creates the orchestrator metrics and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	const ns, sub = "agentbus", "orchestrator"
+	hist := func(name, help string, labels ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help, Buckets: buckets}, labels)
+	}
+	count := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels)
+	}
+	m := &Metrics{
+		started:   count("workflows_started_total", "Workflows created, by tenant.", "tenant"),
+		finished:  count("workflows_finished_total", "Workflows ended, by tenant and outcome (completed, failed, canceled).", "tenant", "outcome"),
+		duration:  hist("workflow_duration_seconds", "Workflows from creation to their end, by tenant and outcome.", "tenant", "outcome"),
+		phases:    hist("phase_seconds", "Completed workflows' phases: planning, queue (the steps' waits summed), action, end_to_end.", "phase"),
+		steps:     count("steps_finished_total", "Step replies recorded, by capability and outcome (completed, failed).", "capability", "outcome"),
+		stepQueue: hist("step_queue_seconds", "Recorded steps' wait between dispatch and a worker starting them, by capability.", "capability"),
+		stepRun:   hist("step_run_seconds", "Recorded steps' run on their worker, by capability and outcome.", "capability", "outcome"),
+		stepFallbacks: count("step_fallbacks_total",
+			"Failed steps dispatched again to their plan's fallback capability, by the capability that failed.", "capability"),
+		redispatches: count("step_redispatches_total", "Step attempts dispatched again by the watchdog after their request was lost.", "capability"),
+		plannerFallbacks: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "planner_fallbacks_total",
+			Help: "Queries the LLM planner could not plan, planned by its fallback."}),
+		instances: &instances{desc: prometheus.NewDesc("agentbus_registry_instances",
+			"Agent instances in the registry by health (healthy, unhealthy, unreachable).", []string{"health"}, nil)},
+	}
+	for _, c := range []prometheus.Collector{m.started, m.finished, m.duration, m.phases, m.steps, m.stepQueue, m.stepRun,
+		m.stepFallbacks, m.redispatches, m.plannerFallbacks, m.instances} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// before is what observe compares a transition's result with.
+type before struct {
+	status events.State
+	tasks  map[string]taskBefore
+}
+
+type taskBefore struct {
+	status     events.State
+	capability string
+	attempt    int
+}
+
+// snapshot notes cp's state before a transition (nothing without metrics).
+func (m *Metrics) snapshot(cp *Checkpoint) *before {
+	if m == nil || cp == nil {
+		return nil
+	}
+	b := &before{status: cp.Status, tasks: make(map[string]taskBefore, len(cp.Tasks))}
+	for id, t := range cp.Tasks {
+		b.tasks[id] = taskBefore{status: t.Status, capability: t.Capability, attempt: t.Attempt}
+	}
+	return b
+}
+
+// created counts a workflow whose first checkpoint was stored.
+func (m *Metrics) created(ctx context.Context, cp *Checkpoint) {
+	if m == nil {
+		return
+	}
+	m.started.WithLabelValues(cp.TenantID).Inc()
+	m.observe(ctx, &before{status: events.StateSubmitted}, cp)
+}
+
+// observe counts what a stored transition changed: steps recorded,
+// fallbacks, watchdog dispatches, and the workflow's end.
+func (m *Metrics) observe(ctx context.Context, b *before, cp *Checkpoint) {
+	if m == nil || b == nil {
+		return
+	}
+	for id, t := range cp.Tasks {
+		was, ok := b.tasks[id]
+		if !ok {
+			continue
+		}
+		switch {
+		case was.status == events.StateWorking && t.Status != events.StateWorking && t.FellBack != "" && t.Capability != was.capability:
+			m.stepFallbacks.WithLabelValues(was.capability).Inc()
+		case was.status == events.StateWorking && (t.Status == events.StateCompleted || t.Status == events.StateInputRequired || t.Status == events.StateFailed):
+			outcome := OutcomeCompleted
+			if t.Status == events.StateFailed {
+				outcome = OutcomeFailed
+			}
+			m.steps.WithLabelValues(t.Capability, outcome).Inc()
+			observe(ctx, m.stepQueue.WithLabelValues(t.Capability), t.QueuedMS/1000)
+			observe(ctx, m.stepRun.WithLabelValues(t.Capability, outcome), t.RunMS/1000)
+		case was.status == events.StateWorking && t.Status == events.StateWorking && t.Attempt > was.attempt:
+			m.redispatches.WithLabelValues(t.Capability).Inc()
+		}
+	}
+	if b.status.Terminal() || !cp.Status.Terminal() {
+		return
+	}
+	outcome := OutcomeCompleted
+	switch cp.Status {
+	case events.StateFailed, events.StateRejected:
+		outcome = OutcomeFailed
+	case events.StateCanceled:
+		outcome = OutcomeCanceled
+	}
+	m.finished.WithLabelValues(cp.TenantID, outcome).Inc()
+	observe(ctx, m.duration.WithLabelValues(cp.TenantID, outcome), cp.UpdatedAt.Sub(cp.CreatedAt).Seconds())
+	if l := cp.PhaseLatency; l != nil && outcome == OutcomeCompleted {
+		for phase, ms := range map[string]float64{"planning": l.PlanningMS, "queue": l.QueueMS, "action": l.ActionMS, "end_to_end": l.EndToEndMS} {
+			observe(ctx, m.phases.WithLabelValues(phase), ms/1000)
+		}
+	}
+}
+
+// observe records v, with the trace id of ctx's span as an exemplar when
+// there is one.
+func observe(ctx context.Context, o prometheus.Observer, v float64) {
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		if eo, ok := o.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(v, prometheus.Labels{"trace_id": sc.TraceID().String()})
+			return
+		}
+	}
+	o.Observe(v)
+}
+
+// planner wraps an LLM planner's fallback so that using it is counted.
+func (m *Metrics) planner(p Planner) Planner {
+	lp, ok := p.(*LLMPlanner)
+	if m == nil || !ok || lp.Fallback == nil {
+		return p
+	}
+	c := *lp
+	c.Fallback = countedPlanner{Planner: lp.Fallback, n: m.plannerFallbacks}
+	return &c
+}
+
+// countedPlanner counts its plans.
+type countedPlanner struct {
+	Planner
+	n prometheus.Counter
+}
+
+func (p countedPlanner) Plan(ctx context.Context, query string, agents []discovery.Match) (events.Plan, string, error) {
+	p.n.Inc()
+	return p.Planner.Plan(ctx, query, agents)
+}
+
+// watch makes the registry gauge read reg.
+func (m *Metrics) watch(reg *discovery.Registry) {
+	if m == nil || reg == nil {
+		return
+	}
+	m.instances.mu.Lock()
+	defer m.instances.mu.Unlock()
+	if m.instances.reg == nil {
+		m.instances.reg = reg
+	}
+}
+
+// InstancesTTL is how long a reading of the registry is reused by scrapes.
+const InstancesTTL = 3 * time.Second
+
+// instances collects the registry's instances by health on scrape.
+type instances struct {
+	desc *prometheus.Desc
+	mu   sync.Mutex
+	reg  *discovery.Registry
+	read time.Time
+	last map[discovery.Health]int
+}
+
+// Describe implements prometheus.Collector.
+func (c *instances) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *instances) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reg == nil {
+		return
+	}
+	if time.Since(c.read) > InstancesTTL {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		list, err := c.reg.List(ctx)
+		cancel()
+		if err == nil {
+			c.last, c.read = map[discovery.Health]int{}, time.Now()
+			for _, in := range list {
+				c.last[in.Health]++
+			}
+		}
+	}
+	for _, h := range []discovery.Health{discovery.Healthy, discovery.Unhealthy, discovery.Unreachable} {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(c.last[h]), string(h))
+	}
+}
