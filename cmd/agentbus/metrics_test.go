@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/echo"
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/bus/bustest"
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/orchestrator"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// testAgent serves one capability with a handler.
+type testAgent struct {
+	capability string
+	agents.HandlerFunc
+}
+
+func (a testAgent) Card() agents.Card {
+	return agents.Card{Name: a.capability, Description: "test " + a.capability, Version: "1.0.0", Capabilities: []string{a.capability}}
+}
+
+// metricsStack is an orchestrator and a worker on one in-process server,
+// each with its own registry served by the real --metrics-addr server, as
+// two processes would be.
+type metricsStack struct {
+	env                *bustest.Env
+	orchURL, workerURL string
+	blocked            chan struct{}
+}
+
+func startMetricsStack(t *testing.T) *metricsStack {
+	t.Helper()
+	env := bustest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	log := bustest.Logger(t)
+	s := &metricsStack{env: env, blocked: make(chan struct{}, 1)}
+	om, err := newAppMetrics(true, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wm, err := newAppMetrics(false, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := []agents.Agent{
+		echo.Agent{},
+		testAgent{"fail", func(context.Context, agents.Request, agents.Emitter) (json.RawMessage, error) {
+			return nil, fmt.Errorf("bad input: %w", agents.ErrPermanent)
+		}},
+		testAgent{"flaky", func(context.Context, agents.Request, agents.Emitter) (json.RawMessage, error) {
+			return nil, errors.New("upstream said no")
+		}},
+		testAgent{"block", func(ctx context.Context, _ agents.Request, _ agents.Emitter) (json.RawMessage, error) {
+			s.blocked <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}},
+	}
+	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: list, Logger: log, Metrics: wm.workerMetrics(),
+		MaxDeliver: 2, RetryBase: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o, err := orchestrator.New(ctx, orchestrator.Config{Bus: env.Bus, Logger: log, Metrics: om.orchestratorMetrics()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = w.Run(ctx) }()
+	go func() { defer wg.Done(); _ = o.Run(ctx) }()
+	oa, err := serveMetrics(ctx, "127.0.0.1:0", om, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wa, err := serveMetrics(ctx, "127.0.0.1:0", wm, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.orchURL, s.workerURL = metricsURL(oa), metricsURL(wa)
+	return s
+}
+
+// run submits a workflow and waits for its terminal event.
+func (s *metricsStack) run(t *testing.T, tenant, workflow string, p *events.Plan, whileRunning func()) events.Envelope {
+	t.Helper()
+	subj, _ := subjects.Submit(tenant)
+	env, err := events.New(events.TypeWorkflowSubmitted, events.SubmitKey(tenant, workflow), events.SourceGateway, tenant, workflow, "",
+		events.WorkflowSubmitted{Plan: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := s.env.Bus.Publish(ctx, subj, env, events.SubmitKey(tenant, workflow)); err != nil {
+		t.Fatal(err)
+	}
+	if whileRunning != nil {
+		whileRunning()
+	}
+	var end events.Envelope
+	err = s.env.Bus.Follow(ctx, tenant, workflow, 0, func(_ context.Context, r bus.Record) error {
+		if r.Envelope.Type.Terminal() {
+			end = r.Envelope
+			return bus.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("follow %s: %v", workflow, err)
+	}
+	return end
+}
+
+// cancelWorkflow publishes a cancel and waits for its answer.
+func (s *metricsStack) cancelWorkflow(t *testing.T, tenant, workflow string) {
+	t.Helper()
+	subj, _ := subjects.Control(tenant, workflow)
+	env, err := events.New(events.TypeControl, "ctl-"+workflow, "/test", tenant, workflow, "", events.Control{Action: events.ActionCancel, Reason: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.env.Bus.Request(ctx, subj, env); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func chain(capabilities ...string) *events.Plan {
+	p := &events.Plan{}
+	for i, c := range capabilities {
+		st := events.PlanStep{ID: fmt.Sprintf("s%d", i), Capability: c, Input: json.RawMessage(`"x"`)}
+		if i > 0 {
+			st.DependsOn = []string{p.Steps[i-1].ID}
+		}
+		p.Steps = append(p.Steps, st)
+	}
+	return p
+}
+
+// TestMetricsCountWorkflowsAndSteps runs a known set of workflows — two
+// completed (three echo steps, two tenants), one failed on a permanent
+// error, one whose step is retried and dead-lettered, one canceled while
+// its step runs — and reads both /metrics endpoints over HTTP: every
+// counter has its exact value and the histograms counted every step.
+func TestMetricsCountWorkflowsAndSteps(t *testing.T) {
+	s := startMetricsStack(t)
+	for _, c := range []struct {
+		tenant, workflow string
+		plan             *events.Plan
+		want             events.Type
+		while            func()
+	}{
+		{"default", "ok-chain", chain("echo", "echo"), events.TypeComplete, nil},
+		{"acme", "ok-one", chain("echo"), events.TypeComplete, nil},
+		{"default", "permanent", chain("fail"), events.TypeError, nil},
+		{"default", "dead-letter", chain("flaky"), events.TypeError, nil},
+		{"default", "canceled", chain("block"), events.TypeCancelled, func() {
+			select {
+			case <-s.blocked:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the block step never ran")
+			}
+			s.cancelWorkflow(t, "default", "canceled")
+		}},
+	} {
+		if end := s.run(t, c.tenant, c.workflow, c.plan, c.while); end.Type != c.want {
+			t.Fatalf("%s ended %s, want %s: %s", c.workflow, end.Type, c.want, end.Data)
+		}
+	}
+	orch := map[string]float64{
+		`agentbus_orchestrator_workflows_started_total{tenant="default"}`:                             4,
+		`agentbus_orchestrator_workflows_started_total{tenant="acme"}`:                                1,
+		`agentbus_orchestrator_workflows_finished_total{outcome="completed",tenant="default"}`:        1,
+		`agentbus_orchestrator_workflows_finished_total{outcome="completed",tenant="acme"}`:           1,
+		`agentbus_orchestrator_workflows_finished_total{outcome="failed",tenant="default"}`:           2,
+		`agentbus_orchestrator_workflows_finished_total{outcome="canceled",tenant="default"}`:         1,
+		`agentbus_orchestrator_workflow_duration_seconds_count{outcome="completed",tenant="default"}`: 1,
+		`agentbus_orchestrator_workflow_duration_seconds_count{outcome="failed",tenant="default"}`:    2,
+		`agentbus_orchestrator_workflow_duration_seconds_count{outcome="canceled",tenant="default"}`:  1,
+		`agentbus_orchestrator_steps_finished_total{capability="echo",outcome="completed"}`:           3,
+		`agentbus_orchestrator_steps_finished_total{capability="fail",outcome="failed"}`:              1,
+		`agentbus_orchestrator_steps_finished_total{capability="flaky",outcome="failed"}`:             1,
+		`agentbus_orchestrator_step_queue_seconds_count{capability="echo"}`:                           3,
+		`agentbus_orchestrator_step_run_seconds_count{capability="echo",outcome="completed"}`:         3,
+		`agentbus_orchestrator_phase_seconds_count{phase="end_to_end"}`:                               2,
+		`agentbus_orchestrator_phase_seconds_count{phase="planning"}`:                                 2,
+		`agentbus_orchestrator_planner_fallbacks_total`:                                               0,
+		`agentbus_registry_instances{health="healthy"}`:                                               4,
+	}
+	worker := map[string]float64{
+		`agentbus_worker_step_duration_seconds_count{capability="echo",outcome="completed"}`: 3,
+		`agentbus_worker_step_duration_seconds_count{capability="fail",outcome="failed"}`:    1,
+		`agentbus_worker_step_duration_seconds_count{capability="flaky",outcome="retried"}`:  1,
+		`agentbus_worker_step_duration_seconds_count{capability="flaky",outcome="failed"}`:   1,
+		`agentbus_worker_step_duration_seconds_count{capability="block",outcome="canceled"}`: 1,
+		`agentbus_worker_queue_wait_seconds_count{capability="echo"}`:                        3,
+		`agentbus_worker_queue_wait_seconds_count{capability="fail"}`:                        1,
+		`agentbus_worker_queue_wait_seconds_count{capability="flaky"}`:                       1,
+		`agentbus_worker_queue_wait_seconds_count{capability="block"}`:                       1,
+		`agentbus_worker_redeliveries_total{capability="flaky"}`:                             1,
+		`agentbus_worker_redeliveries_total{capability="echo"}`:                              0,
+		`agentbus_worker_retries_total{capability="flaky"}`:                                  1,
+		`agentbus_worker_dead_letters_total{capability="flaky"}`:                             1,
+		`agentbus_worker_dead_letters_total{capability="fail"}`:                              1,
+		`agentbus_worker_dead_letters_total{capability="echo"}`:                              0,
+		`agentbus_worker_steps_in_flight{capability="block"}`:                                0,
+	}
+	// The canceled step's run ends on the worker after the workflow's
+	// cancelled event: wait for it, with a deadline.
+	for _, c := range []struct {
+		url  string
+		want map[string]float64
+	}{{s.orchURL, orch}, {s.workerURL, worker}} {
+		var got map[string]float64
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			got = scrape(t, c.url)
+			if diff := compareSeries(got, c.want); diff == "" {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("%s:%s", c.url, diff)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// Each step observed once in the histograms: the buckets' top count is
+	// the count.
+	got := scrape(t, s.workerURL)
+	if inf := got[`agentbus_worker_step_duration_seconds_bucket{capability="echo",outcome="completed",le="+Inf"}`]; inf != 3 {
+		t.Errorf("echo step histogram +Inf bucket %v, want 3", inf)
+	}
+	if _, ok := got["go_goroutines"]; !ok {
+		t.Error("no go_* runtime metrics on the worker's /metrics")
+	}
+}
+
+// scrape reads a /metrics page in the Prometheus text format into series
+// → value, each series named as the page prints it.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+// compareSeries lists the series of want whose value differs in got
+// (labels compared in any order), or "".
+func compareSeries(got, want map[string]float64) string {
+	norm := map[string]float64{}
+	for k, v := range got {
+		norm[canonical(k)] = v
+	}
+	var diffs []string
+	for k, v := range want {
+		if g, ok := norm[canonical(k)]; !ok || g != v {
+			diffs = append(diffs, fmt.Sprintf("\n  %s = %v (present %v), want %v", k, g, ok, v))
+		}
+	}
+	sort.Strings(diffs)
+	return strings.Join(diffs, "")
+}
+
+// canonical sorts a series' labels.
+func canonical(series string) string {
+	i := strings.IndexByte(series, '{')
+	if i < 0 {
+		return series
+	}
+	labels := strings.Split(strings.TrimSuffix(series[i+1:], "}"), ",")
+	sort.Strings(labels)
+	return series[:i] + "{" + strings.Join(labels, ",") + "}"
+}
