@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
@@ -54,6 +55,11 @@ type Config struct {
 	// workers' registry. It must not hold the go_* and process_*
 	// collectors, which the gateway registers itself.
 	Metrics prometheus.Gatherer
+	// TracerProvider, when set, records a span per HTTP request (otelhttp)
+	// and per submission published, whose context the submission carries
+	// as ce-traceparent (trace.go). Unset, an incoming traceparent header is
+	// still passed on.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *Config) setDefaults() {
@@ -169,7 +175,7 @@ func (g *Gateway) routes() {
 }
 
 // Handler returns the gateway's routes, for tests and embedding.
-func (g *Gateway) Handler() http.Handler { return g.wrap(g.mux) }
+func (g *Gateway) Handler() http.Handler { return g.traced(g.wrap(g.mux)) }
 
 // Listen binds the listen address (port 0 picks one) and returns the bound
 // address; Run serves on it.

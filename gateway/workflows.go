@@ -80,7 +80,9 @@ func (g *Gateway) start(w http.ResponseWriter, r *http.Request, tenant, workflow
 	msgID := events.SubmitKey(tenant, workflow)
 	env, err := events.New(events.TypeWorkflowSubmitted, msgID, events.SourceGateway, tenant, workflow, "", sub)
 	if err == nil {
+		sent := g.sendSpan(r.Context(), subj, &env)
 		_, err = g.bus.Publish(r.Context(), subj, env, msgID)
+		sent(err)
 	}
 	if err != nil {
 		g.log.Error("submit", "tenant", tenant, "workflow", workflow, "err", err)
