@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/agents/echo"
 	"github.com/agentbus/agentbus/bus"
@@ -72,7 +74,10 @@ func startMetricsStack(t *testing.T) *metricsStack {
 			return nil, ctx.Err()
 		}},
 	}
-	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: list, Logger: log, Metrics: wm.workerMetrics(),
+	// Spans recorded and dropped: the metrics' exemplars carry their trace ids.
+	tp := sdktrace.NewTracerProvider()
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: list, Logger: log, Metrics: wm.workerMetrics(), TracerProvider: tp,
 		MaxDeliver: 2, RetryBase: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +85,7 @@ func startMetricsStack(t *testing.T) *metricsStack {
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	o, err := orchestrator.New(ctx, orchestrator.Config{Bus: env.Bus, Logger: log, Metrics: om.orchestratorMetrics()})
+	o, err := orchestrator.New(ctx, orchestrator.Config{Bus: env.Bus, Logger: log, Metrics: om.orchestratorMetrics(), TracerProvider: tp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,6 +257,45 @@ func TestMetricsCountWorkflowsAndSteps(t *testing.T) {
 	if _, ok := got["go_goroutines"]; !ok {
 		t.Error("no go_* runtime metrics on the worker's /metrics")
 	}
+	// Asked for OpenMetrics, the histograms show exemplars with trace ids.
+	for url, metric := range map[string]string{s.workerURL: "agentbus_worker_step_duration_seconds_bucket", s.orchURL: "agentbus_orchestrator_step_run_seconds_bucket"} {
+		if !hasExemplar(t, url, metric) {
+			t.Errorf("%s: no %s line with a trace_id exemplar", url, metric)
+		}
+	}
+	// The step backlog, when the bus can read it (bus.ConsumerBacklog):
+	// nothing is left waiting.
+	if _, ok := any(s.env.Bus).(interface {
+		ConsumerBacklog(ctx context.Context, stream, durable string) (uint64, uint64, error)
+	}); ok {
+		if diff := compareSeries(got, map[string]float64{
+			`agentbus_worker_step_backlog{capability="echo",state="pending"}`:     0,
+			`agentbus_worker_step_backlog{capability="echo",state="ack_pending"}`: 0,
+		}); diff != "" {
+			t.Errorf("backlog:%s", diff)
+		}
+	}
+}
+
+// hasExemplar reports whether url, scraped as OpenMetrics, has a line of
+// metric with a trace_id exemplar.
+func hasExemplar(t *testing.T, url, metric string) bool {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 1<<20), 1<<20)
+	for sc.Scan() {
+		if l := sc.Text(); strings.HasPrefix(l, metric) && strings.Contains(l, `# {trace_id="`) {
+			return true
+		}
+	}
+	return false
 }
 
 // scrape reads a /metrics page in the Prometheus text format into series
