@@ -176,8 +176,14 @@ func (c *Chat) complete(ctx context.Context, system, user string, jsonMode bool)
 	if jsonMode {
 		params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}
 	}
+	ctx, span := startSpan(ctx, "chat", c.cfg.Model, c.host())
 	start := time.Now()
 	res, err := c.service.New(ctx, params)
+	if err != nil {
+		endSpan(span, "", 0, 0, c.wrap(ctx, err))
+	} else {
+		endSpan(span, res.Model, res.Usage.PromptTokens, res.Usage.CompletionTokens, nil)
+	}
 	if c.cfg.Observe != nil {
 		call := Call{Model: c.cfg.Model, Duration: time.Since(start)}
 		if err != nil {

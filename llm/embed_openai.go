@@ -135,11 +135,17 @@ func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 func (e *OpenAIEmbedder) embedBatch(ctx context.Context, texts []string) ([][]float32, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
+	ctx, span := startSpan(ctx, "embeddings", e.cfg.Model, e.host())
 	res, err := e.service.New(ctx, openai.EmbeddingNewParams{
 		Model:          openai.EmbeddingModel(e.cfg.Model),
 		Input:          openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts},
 		EncodingFormat: openai.EmbeddingNewParamsEncodingFormatFloat,
 	})
+	if err != nil {
+		endSpan(span, "", 0, 0, e.wrap(ctx, err))
+	} else {
+		endSpan(span, res.Model, res.Usage.PromptTokens, 0, nil)
+	}
 	if err != nil {
 		return nil, e.wrap(ctx, err)
 	}

@@ -77,7 +77,8 @@ func (o *Orchestrator) plan(ctx context.Context, cp *Checkpoint, sub events.Work
 		span.SetAttributes(attrPlanned.String("submitted"))
 	} else {
 		cp.Plan, why = o.planQuery(pctx, sub.Query)
-		span.SetAttributes(attrPlanned.String(why))
+		// The planner fell back (the LLM failed, or no planner could run).
+		span.SetAttributes(attrPlanned.String(why), attrFallback.Bool(strings.Contains(why, " failed")))
 		why = "; " + why
 	}
 	span.SetAttributes(attrSteps.Int(len(cp.Plan.Steps)))

@@ -43,6 +43,7 @@ const (
 	attrApproval   = attribute.Key("agentbus.step.approval")
 	attrDelivery   = attribute.Key("agentbus.delivery")
 	attrPlanned    = attribute.Key("agentbus.plan.source")
+	attrFallback   = attribute.Key("agentbus.plan.fallback")
 )
 
 func messaging(op attribute.KeyValue, name, subject, id string) []attribute.KeyValue {
