@@ -6,7 +6,20 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
 )
+
+// countOK counts the profiles that did not fail.
+func countOK(runs []ProfileRun) int {
+	n := 0
+	for _, r := range runs {
+		if r.Error == "" {
+			n++
+		}
+	}
+	return n
+}
 
 // ProfileRun is how one profile of an ensemble went.
 type ProfileRun struct {
@@ -34,17 +47,25 @@ func (r Result) Degraded() bool {
 // to the others and is reported in Result.Profiles; only when every
 // profile fails is the error ErrAllProfilesFailed. One profile is still
 // returned in fused form (rrf_score, ranks, profiles set).
-func Ensemble(ctx context.Context, b Backend, tenant string, profiles []string, q Query) (Result, error) {
+func Ensemble(ctx context.Context, b Backend, tenant string, profiles []string, q Query) (res Result, err error) {
 	if len(profiles) == 0 {
 		profiles = b.Profiles()
 	}
+	ctx, span := startSpan(ctx, "search ensemble", attrProfiles.StringSlice(profiles))
+	defer func() {
+		span.SetAttributes(attrHits.Int(len(res.Hits)), attrFailed.Int(len(res.Profiles)-countOK(res.Profiles)))
+		endSpan(span, err)
+	}()
 	runs := make([]ProfileRun, len(profiles))
 	lists := make([][]Hit, len(profiles))
 	var wg sync.WaitGroup
 	for i, p := range profiles {
 		wg.Go(func() {
 			start := time.Now()
-			hits, err := b.Search(ctx, tenant, p, q)
+			pctx, ps := startSpan(ctx, "search profile "+p, attrProfile.String(p))
+			hits, err := b.Search(pctx, tenant, p, q)
+			ps.SetAttributes(attrHits.Int(len(hits)))
+			endSpan(ps, err)
 			runs[i] = ProfileRun{Profile: p, Hits: len(hits), Duration: time.Since(start)}
 			if err != nil {
 				runs[i].Error = err.Error()
@@ -66,9 +87,12 @@ func Ensemble(ctx context.Context, b Backend, tenant string, profiles []string, 
 	if len(byName) == 0 {
 		return Result{Profiles: runs}, fmt.Errorf("%w: %v", ErrAllProfilesFailed, failed)
 	}
+	_, fs := startSpan(ctx, "search fusion", attribute.String("agentbus.search.fusion", "rrf"), attribute.Int("agentbus.search.rrf_k", RRFK))
 	hits := Fuse(RRFK, byName)
 	if len(hits) > q.Limit() {
 		hits = hits[:q.Limit()]
 	}
+	fs.SetAttributes(attrHits.Int(len(hits)))
+	fs.End()
 	return Result{Hits: hits, Profiles: runs}, nil
 }
