@@ -103,9 +103,10 @@ type before struct {
 }
 
 type taskBefore struct {
-	status     events.State
-	capability string
-	attempt    int
+	status         events.State
+	capability     string
+	fellBack       string
+	attempt, since int
 }
 
 // snapshot notes cp's state before a transition (nothing without metrics).
@@ -115,7 +116,7 @@ func (m *Metrics) snapshot(cp *Checkpoint) *before {
 	}
 	b := &before{status: cp.Status, tasks: make(map[string]taskBefore, len(cp.Tasks))}
 	for id, t := range cp.Tasks {
-		b.tasks[id] = taskBefore{status: t.Status, capability: t.Capability, attempt: t.Attempt}
+		b.tasks[id] = taskBefore{status: t.Status, capability: t.Capability, fellBack: t.FellBack, attempt: t.Attempt, since: t.Since}
 	}
 	return b
 }
@@ -141,7 +142,9 @@ func (m *Metrics) observe(ctx context.Context, b *before, cp *Checkpoint) {
 			continue
 		}
 		switch {
-		case was.status == events.StateWorking && t.Status != events.StateWorking && t.FellBack != "" && t.Capability != was.capability:
+		case was.fellBack == "" && t.FellBack != "":
+			// Failed and handed to the fallback (dispatched at once, so
+			// the task may be working again).
 			m.stepFallbacks.WithLabelValues(was.capability).Inc()
 		case was.status == events.StateWorking && (t.Status == events.StateCompleted || t.Status == events.StateInputRequired || t.Status == events.StateFailed):
 			outcome := OutcomeCompleted
@@ -151,7 +154,8 @@ func (m *Metrics) observe(ctx context.Context, b *before, cp *Checkpoint) {
 			m.steps.WithLabelValues(t.Capability, outcome).Inc()
 			observe(ctx, m.stepQueue.WithLabelValues(t.Capability), t.QueuedMS/1000)
 			observe(ctx, m.stepRun.WithLabelValues(t.Capability, outcome), t.RunMS/1000)
-		case was.status == events.StateWorking && t.Status == events.StateWorking && t.Attempt > was.attempt:
+		case was.status == events.StateWorking && t.Status == events.StateWorking && t.Attempt > was.attempt && t.Since == was.since:
+			// A dispatch by the plan (resume) moves Since; the watchdog's keeps it.
 			m.redispatches.WithLabelValues(t.Capability).Inc()
 		}
 	}

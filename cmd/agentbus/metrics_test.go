@@ -150,6 +150,12 @@ func (s *metricsStack) cancelWorkflow(t *testing.T, tenant, workflow string) {
 	}
 }
 
+// withFallback gives p's first step a fallback capability.
+func withFallback(p *events.Plan, capability string) *events.Plan {
+	p.Steps[0].Fallback = capability
+	return p
+}
+
 func chain(capabilities ...string) *events.Plan {
 	p := &events.Plan{}
 	for i, c := range capabilities {
@@ -163,8 +169,8 @@ func chain(capabilities ...string) *events.Plan {
 }
 
 // TestMetricsCountWorkflowsAndSteps runs a known set of workflows — two
-// completed (three echo steps, two tenants), one failed on a permanent
-// error, one whose step is retried and dead-lettered, one canceled while
+// completed (three echo steps, two tenants), one completed by its
+// fallback after a permanent error, one failed on a permanent error, one whose step is retried and dead-lettered, one canceled while
 // its step runs — and reads both /metrics endpoints over HTTP: every
 // counter has its exact value and the histograms counted every step.
 func TestMetricsCountWorkflowsAndSteps(t *testing.T) {
@@ -178,6 +184,7 @@ func TestMetricsCountWorkflowsAndSteps(t *testing.T) {
 		{"default", "ok-chain", chain("echo", "echo"), events.TypeComplete, nil},
 		{"acme", "ok-one", chain("echo"), events.TypeComplete, nil},
 		{"default", "permanent", chain("fail"), events.TypeError, nil},
+		{"acme", "fallback", withFallback(chain("fail"), "echo"), events.TypeComplete, nil},
 		{"default", "dead-letter", chain("flaky"), events.TypeError, nil},
 		{"default", "canceled", chain("block"), events.TypeCancelled, func() {
 			select {
@@ -194,39 +201,40 @@ func TestMetricsCountWorkflowsAndSteps(t *testing.T) {
 	}
 	orch := map[string]float64{
 		`agentbus_orchestrator_workflows_started_total{tenant="default"}`:                             4,
-		`agentbus_orchestrator_workflows_started_total{tenant="acme"}`:                                1,
+		`agentbus_orchestrator_workflows_started_total{tenant="acme"}`:                                2,
 		`agentbus_orchestrator_workflows_finished_total{outcome="completed",tenant="default"}`:        1,
-		`agentbus_orchestrator_workflows_finished_total{outcome="completed",tenant="acme"}`:           1,
+		`agentbus_orchestrator_workflows_finished_total{outcome="completed",tenant="acme"}`:           2,
 		`agentbus_orchestrator_workflows_finished_total{outcome="failed",tenant="default"}`:           2,
 		`agentbus_orchestrator_workflows_finished_total{outcome="canceled",tenant="default"}`:         1,
 		`agentbus_orchestrator_workflow_duration_seconds_count{outcome="completed",tenant="default"}`: 1,
 		`agentbus_orchestrator_workflow_duration_seconds_count{outcome="failed",tenant="default"}`:    2,
 		`agentbus_orchestrator_workflow_duration_seconds_count{outcome="canceled",tenant="default"}`:  1,
-		`agentbus_orchestrator_steps_finished_total{capability="echo",outcome="completed"}`:           3,
+		`agentbus_orchestrator_steps_finished_total{capability="echo",outcome="completed"}`:           4,
 		`agentbus_orchestrator_steps_finished_total{capability="fail",outcome="failed"}`:              1,
 		`agentbus_orchestrator_steps_finished_total{capability="flaky",outcome="failed"}`:             1,
-		`agentbus_orchestrator_step_queue_seconds_count{capability="echo"}`:                           3,
-		`agentbus_orchestrator_step_run_seconds_count{capability="echo",outcome="completed"}`:         3,
-		`agentbus_orchestrator_phase_seconds_count{phase="end_to_end"}`:                               2,
-		`agentbus_orchestrator_phase_seconds_count{phase="planning"}`:                                 2,
+		`agentbus_orchestrator_step_queue_seconds_count{capability="echo"}`:                           4,
+		`agentbus_orchestrator_step_run_seconds_count{capability="echo",outcome="completed"}`:         4,
+		`agentbus_orchestrator_phase_seconds_count{phase="end_to_end"}`:                               3,
+		`agentbus_orchestrator_phase_seconds_count{phase="planning"}`:                                 3,
+		`agentbus_orchestrator_step_fallbacks_total{capability="fail"}`:                               1,
 		`agentbus_orchestrator_planner_fallbacks_total`:                                               0,
 		`agentbus_registry_instances{health="healthy"}`:                                               4,
 	}
 	worker := map[string]float64{
-		`agentbus_worker_step_duration_seconds_count{capability="echo",outcome="completed"}`: 3,
-		`agentbus_worker_step_duration_seconds_count{capability="fail",outcome="failed"}`:    1,
+		`agentbus_worker_step_duration_seconds_count{capability="echo",outcome="completed"}`: 4,
+		`agentbus_worker_step_duration_seconds_count{capability="fail",outcome="failed"}`:    2,
 		`agentbus_worker_step_duration_seconds_count{capability="flaky",outcome="retried"}`:  1,
 		`agentbus_worker_step_duration_seconds_count{capability="flaky",outcome="failed"}`:   1,
 		`agentbus_worker_step_duration_seconds_count{capability="block",outcome="canceled"}`: 1,
-		`agentbus_worker_queue_wait_seconds_count{capability="echo"}`:                        3,
-		`agentbus_worker_queue_wait_seconds_count{capability="fail"}`:                        1,
+		`agentbus_worker_queue_wait_seconds_count{capability="echo"}`:                        4,
+		`agentbus_worker_queue_wait_seconds_count{capability="fail"}`:                        2,
 		`agentbus_worker_queue_wait_seconds_count{capability="flaky"}`:                       1,
 		`agentbus_worker_queue_wait_seconds_count{capability="block"}`:                       1,
 		`agentbus_worker_redeliveries_total{capability="flaky"}`:                             1,
 		`agentbus_worker_redeliveries_total{capability="echo"}`:                              0,
 		`agentbus_worker_retries_total{capability="flaky"}`:                                  1,
 		`agentbus_worker_dead_letters_total{capability="flaky"}`:                             1,
-		`agentbus_worker_dead_letters_total{capability="fail"}`:                              1,
+		`agentbus_worker_dead_letters_total{capability="fail"}`:                              2,
 		`agentbus_worker_dead_letters_total{capability="echo"}`:                              0,
 		`agentbus_worker_steps_in_flight{capability="block"}`:                                0,
 	}
@@ -248,11 +256,18 @@ func TestMetricsCountWorkflowsAndSteps(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	// No step was lost, so the watchdog dispatched nothing again (a
+	// fallback's dispatch is not one).
+	for k, v := range scrape(t, s.orchURL) {
+		if strings.HasPrefix(k, "agentbus_orchestrator_step_redispatches_total") && v != 0 {
+			t.Errorf("%s = %v, want none", k, v)
+		}
+	}
 	// Each step observed once in the histograms: the buckets' top count is
 	// the count.
 	got := scrape(t, s.workerURL)
-	if inf := got[`agentbus_worker_step_duration_seconds_bucket{capability="echo",outcome="completed",le="+Inf"}`]; inf != 3 {
-		t.Errorf("echo step histogram +Inf bucket %v, want 3", inf)
+	if inf := got[`agentbus_worker_step_duration_seconds_bucket{capability="echo",outcome="completed",le="+Inf"}`]; inf != 4 {
+		t.Errorf("echo step histogram +Inf bucket %v, want 4", inf)
 	}
 	if _, ok := got["go_goroutines"]; !ok {
 		t.Error("no go_* runtime metrics on the worker's /metrics")
