@@ -114,6 +114,14 @@ func (m *Metrics) started(ctx context.Context, capability string, delivered uint
 	m.inFlight.WithLabelValues(capability).Inc()
 }
 
+// redelivered counts a delivery given up before it ran (the worker that
+// held the previous one died or hung).
+func (m *Metrics) redelivered(capability string) {
+	if m != nil {
+		m.redeliveries.WithLabelValues(capability).Inc()
+	}
+}
+
 // finished notes the end of a run.
 func (m *Metrics) finished(ctx context.Context, capability, outcome string, ran time.Duration) {
 	if m == nil {

@@ -225,6 +225,7 @@ func (w *Worker) handle(ctx context.Context, r *running, capability string, d *b
 		return nil // acked, never run
 	}
 	if d.Delivered > uint64(w.cfg.MaxDeliver) {
+		w.cfg.Metrics.redelivered(capability)
 		// The previous delivery never answered: its worker died or hung.
 		return w.giveUp(ctx, d, req, fmt.Sprintf("delivered %d times without an answer (max %d): the worker holding it died or hung", d.Delivered-1, w.cfg.MaxDeliver))
 	}
