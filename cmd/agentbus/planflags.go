@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/llm"
@@ -24,6 +25,8 @@ type planFlags struct {
 	// flags are the command's flags, to read --ack-wait from when the
 	// command runs workers too (serve).
 	flags *pflag.FlagSet
+	// tracer, when set, records the orchestrator's spans (otel.go).
+	tracer trace.TracerProvider
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
@@ -91,6 +94,7 @@ func (f *planFlags) config(b *bus.Bus, log *slog.Logger) (orchestrator.Config, e
 		return orchestrator.Config{}, err
 	}
 	cfg := orchestrator.Config{Bus: b, Logger: log, StepLease: lease}
+	cfg.TracerProvider = f.tracer
 	if f.llmURL == "" {
 		log.Info("planner: heuristic (no --llm-url)")
 		return cfg, nil

@@ -20,6 +20,9 @@ func formatFrame(f events.Frame) string {
 		if s.Message != "" {
 			gist += ": " + s.Message
 		}
+		if s.TraceID != "" {
+			gist += " (trace " + s.TraceID + ")"
+		}
 	case "progress":
 		var p events.Progress
 		_ = json.Unmarshal(f.Data, &p)

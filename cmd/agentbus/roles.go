@@ -48,6 +48,7 @@ func (f *connectFlags) connect(ctx context.Context, name string, log *slog.Logge
 func newOrchestrator() *cobra.Command {
 	var f connectFlags
 	var pf planFlags
+	var of otelFlags
 	cmd := &cobra.Command{
 		Use:   "orchestrator",
 		Short: "Run an orchestrator against a NATS server; run several for availability",
@@ -63,6 +64,12 @@ func newOrchestrator() *cobra.Command {
 				return err
 			}
 			defer b.Close()
+			tp, stopTracing, err := of.start(ctx, "agentbus-orchestrator", log)
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
+			pf.tracer = tp
 			cfg, err := pf.config(b, log)
 			if err != nil {
 				return err
@@ -77,6 +84,7 @@ func newOrchestrator() *cobra.Command {
 	}
 	f.register(cmd)
 	pf.register(cmd)
+	of.register(cmd)
 	return cmd
 }
 
@@ -85,6 +93,7 @@ func newGateway() *cobra.Command {
 	var addr string
 	var auth authFlags
 	var ws wsFlags
+	var of otelFlags
 	cmd := &cobra.Command{
 		Use:   "gateway",
 		Short: "Run the HTTP gateway against a NATS server; run several behind a load balancer",
@@ -100,7 +109,13 @@ func newGateway() *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: addr, Logger: log, Auth: auth.config(), WS: ws.config(), CORS: ws.cors()})
+			tp, stopTracing, err := of.start(ctx, "agentbus-gateway", log)
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
+			g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: addr, Logger: log, Auth: auth.config(), WS: ws.config(), CORS: ws.cors(),
+				TracerProvider: tp})
 			if err != nil {
 				return &exitError{code: exitUsage, msg: err.Error()}
 			}
@@ -116,5 +131,6 @@ func newGateway() *cobra.Command {
 	cmd.Flags().StringVar(&addr, "http-addr", "127.0.0.1:8080", "HTTP listen address HOST:PORT")
 	auth.register(cmd)
 	ws.register(cmd)
+	of.register(cmd)
 	return cmd
 }

@@ -31,6 +31,7 @@ type serveFlags struct {
 	auth                                           authFlags
 	ws                                             wsFlags
 	search                                         backendFlags
+	otel                                           otelFlags
 	// sampleCorpus indexes the shipped corpus into an empty default index.
 	sampleCorpus bool
 	// logOut receives the log; nil is os.Stderr.
@@ -63,6 +64,7 @@ func newServe() *cobra.Command {
 	f.auth.register(cmd)
 	f.ws.register(cmd)
 	f.search.register(cmd)
+	f.otel.register(cmd)
 	fl.BoolVar(&f.sampleCorpus, "sample-corpus", true, "index the shipped sample corpus (Go standard library documentation) into tenant default's search index when it is empty")
 	return cmd
 }
@@ -167,6 +169,12 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 	if f.search.backend == "" {
 		f.search.backend = "embedded"
 	}
+	tp, stopTracing, err := f.otel.start(ctx, "agentbus", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	f.worker.tracer, f.plan.tracer = tp, tp
 	d, err := f.agentDeps(ctx, b, log)
 	if err != nil {
 		return err
@@ -187,7 +195,8 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 	if err != nil {
 		return err
 	}
-	g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: f.httpAddr, Logger: log, Auth: f.auth.config(), WS: f.ws.config(), CORS: f.ws.cors()})
+	g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: f.httpAddr, Logger: log, Auth: f.auth.config(), WS: f.ws.config(), CORS: f.ws.cors(),
+		TracerProvider: tp})
 	if err != nil {
 		return &exitError{code: exitUsage, msg: err.Error()}
 	}

@@ -12,6 +12,7 @@ func newWorker() *cobra.Command {
 	var indexDir string
 	var plan planFlags
 	var sf backendFlags
+	var of otelFlags
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run built-in agents against a NATS server; start more to scale out",
@@ -27,6 +28,12 @@ func newWorker() *cobra.Command {
 				return err
 			}
 			defer b.Close()
+			tp, stopTracing, err := of.start(ctx, "agentbus-worker", log)
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
+			wf.tracer = tp
 			chat, err := plan.chat()
 			if err != nil {
 				return err
@@ -50,6 +57,7 @@ func newWorker() *cobra.Command {
 		}),
 	}
 	nf.register(cmd)
+	of.register(cmd)
 	cmd.Flags().StringVar(&indexDir, "index-dir", "./data/index", "directory of the embedded search index (search agent, --search-backend embedded); one process may open it at a time")
 	wf.register(cmd)
 	plan.register(cmd)

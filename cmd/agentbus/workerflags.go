@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/agents/agentkit"
@@ -130,6 +131,8 @@ type workerFlags struct {
 	concurrency, maxDeliver            int
 	ackWait, stepTimeout, heartbeat    time.Duration
 	retryBase, retryMax, shutdownGrace time.Duration
+	// tracer, when set, records the workers' spans (otel.go).
+	tracer trace.TracerProvider
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -156,6 +159,7 @@ func (f *workerFlags) worker(ctx context.Context, d agentDeps) (*agents.Worker, 
 		Bus: d.b, Agents: list, Concurrency: f.concurrency, MaxDeliver: f.maxDeliver, AckWait: f.ackWait,
 		StepTimeout: f.stepTimeout, Heartbeat: f.heartbeat, RetryBase: f.retryBase, RetryMax: f.retryMax,
 		ShutdownGrace: f.shutdownGrace, Logger: d.log,
+		TracerProvider: f.tracer,
 	})
 	if err != nil {
 		closeAgents()
