@@ -27,6 +27,9 @@ type planFlags struct {
 	flags *pflag.FlagSet
 	// tracer, when set, records the orchestrator's spans (otel.go).
 	tracer trace.TracerProvider
+	// metrics, when set, counts the LLM's calls and the orchestrator's
+	// workflows (metrics.go).
+	metrics *appMetrics
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
@@ -80,7 +83,8 @@ func (f *planFlags) chat() (*llm.Chat, error) {
 	if f.llmURL == "" {
 		return nil, nil
 	}
-	chat, err := llm.NewChat(llm.ChatConfig{URL: f.llmURL, Model: f.llmModel, APIKey: os.Getenv(llm.APIKeyEnv), Timeout: f.llmTimeout})
+	chat, err := llm.NewChat(llm.ChatConfig{URL: f.llmURL, Model: f.llmModel, APIKey: os.Getenv(llm.APIKeyEnv), Timeout: f.llmTimeout,
+		Observe: f.metrics.observeLLM()})
 	if err != nil {
 		return nil, &exitError{code: exitUsage, msg: "--llm-url: " + err.Error()}
 	}
@@ -93,7 +97,7 @@ func (f *planFlags) config(b *bus.Bus, log *slog.Logger) (orchestrator.Config, e
 	if err != nil {
 		return orchestrator.Config{}, err
 	}
-	cfg := orchestrator.Config{Bus: b, Logger: log, StepLease: lease}
+	cfg := orchestrator.Config{Bus: b, Logger: log, StepLease: lease, Metrics: f.metrics.orchestratorMetrics()}
 	cfg.TracerProvider = f.tracer
 	if f.llmURL == "" {
 		log.Info("planner: heuristic (no --llm-url)")

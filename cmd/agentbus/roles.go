@@ -48,6 +48,7 @@ func (f *connectFlags) connect(ctx context.Context, name string, log *slog.Logge
 func newOrchestrator() *cobra.Command {
 	var f connectFlags
 	var pf planFlags
+	var mf metricsFlags
 	var of otelFlags
 	cmd := &cobra.Command{
 		Use:   "orchestrator",
@@ -64,6 +65,11 @@ func newOrchestrator() *cobra.Command {
 				return err
 			}
 			defer b.Close()
+			if mf.on() {
+				if pf.metrics, err = newAppMetrics(true, false, true); err != nil {
+					return err
+				}
+			}
 			tp, stopTracing, err := of.start(ctx, "agentbus-orchestrator", log)
 			if err != nil {
 				return err
@@ -78,12 +84,21 @@ func newOrchestrator() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			log.Info("agentbus orchestrator ready", "nats", f.nats)
+			ready := []any{"nats", f.nats}
+			if mf.on() {
+				bound, err := serveMetrics(ctx, mf.addr, pf.metrics, log)
+				if err != nil {
+					return err
+				}
+				ready = append(ready, "metrics", metricsURL(bound))
+			}
+			log.Info("agentbus orchestrator ready", ready...)
 			return o.Run(ctx)
 		}),
 	}
 	f.register(cmd)
 	pf.register(cmd)
+	mf.register(cmd)
 	of.register(cmd)
 	return cmd
 }

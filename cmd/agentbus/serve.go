@@ -175,10 +175,18 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 	}
 	defer stopTracing()
 	f.worker.tracer, f.plan.tracer = tp, tp
+	// The orchestrator's and workers' metrics, served at the gateway's
+	// /metrics beside its own.
+	metrics, err := newAppMetrics(true, true, false)
+	if err != nil {
+		return err
+	}
+	f.plan.metrics = metrics
 	d, err := f.agentDeps(ctx, b, log)
 	if err != nil {
 		return err
 	}
+	d.metrics = metrics
 	w, closeAgents, err := f.worker.worker(ctx, d)
 	if err != nil {
 		return err
@@ -196,7 +204,7 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 		return err
 	}
 	g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: f.httpAddr, Logger: log, Auth: f.auth.config(), WS: f.ws.config(), CORS: f.ws.cors(),
-		TracerProvider: tp})
+		Metrics: metrics.gatherer(), TracerProvider: tp})
 	if err != nil {
 		return &exitError{code: exitUsage, msg: err.Error()}
 	}

@@ -12,6 +12,7 @@ func newWorker() *cobra.Command {
 	var indexDir string
 	var plan planFlags
 	var sf backendFlags
+	var mf metricsFlags
 	var of otelFlags
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -28,6 +29,13 @@ func newWorker() *cobra.Command {
 				return err
 			}
 			defer b.Close()
+			var metrics *appMetrics
+			if mf.on() {
+				if metrics, err = newAppMetrics(false, true, true); err != nil {
+					return err
+				}
+				plan.metrics = metrics
+			}
 			tp, stopTracing, err := of.start(ctx, "agentbus-worker", log)
 			if err != nil {
 				return err
@@ -44,7 +52,7 @@ func newWorker() *cobra.Command {
 			}
 			open := func() (retrieval.Backend, error) { return sf.open(indexDir) }
 			lenient := !cmd.Flags().Changed("capabilities")
-			w, closeAgents, err := wf.worker(ctx, agentDeps{b: b, log: log, chat: chat, backend: open, embedder: emb, lenient: lenient})
+			w, closeAgents, err := wf.worker(ctx, agentDeps{b: b, log: log, chat: chat, backend: open, embedder: emb, lenient: lenient, metrics: metrics})
 			if err != nil {
 				return err
 			}
@@ -52,11 +60,20 @@ func newWorker() *cobra.Command {
 			if err := w.Start(ctx); err != nil {
 				return &exitError{code: exitUsage, msg: err.Error()}
 			}
-			log.Info("agentbus worker ready", "nats", nf.nats, "worker", w.Name(), "capabilities", w.Capabilities())
+			ready := []any{"nats", nf.nats, "worker", w.Name(), "capabilities", w.Capabilities()}
+			if mf.on() {
+				bound, err := serveMetrics(ctx, mf.addr, metrics, log)
+				if err != nil {
+					return err
+				}
+				ready = append(ready, "metrics", metricsURL(bound))
+			}
+			log.Info("agentbus worker ready", ready...)
 			return w.Run(ctx)
 		}),
 	}
 	nf.register(cmd)
+	mf.register(cmd)
 	of.register(cmd)
 	cmd.Flags().StringVar(&indexDir, "index-dir", "./data/index", "directory of the embedded search index (search agent, --search-backend embedded); one process may open it at a time")
 	wf.register(cmd)

@@ -51,6 +51,8 @@ type agentDeps struct {
 	// cannot be opened (a worker started with the default capabilities
 	// beside a serve that holds the embedded index), instead of failing.
 	lenient bool
+	// metrics, when set, records the worker runtime and search metrics.
+	metrics *appMetrics
 }
 
 // builtinAgents builds the agents serving caps, one per agent (summarize
@@ -151,6 +153,7 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 // worker builds the worker these flags describe; close releases what its
 // agents opened, after the worker stopped.
 func (f *workerFlags) worker(ctx context.Context, d agentDeps) (*agents.Worker, func(), error) {
+	d.backend = d.metrics.searchBackend(d.backend)
 	list, closeAgents, err := builtinAgents(ctx, f.capabilities, d)
 	if err != nil {
 		return nil, nil, err
@@ -158,7 +161,7 @@ func (f *workerFlags) worker(ctx context.Context, d agentDeps) (*agents.Worker, 
 	w, err := agents.NewWorker(agents.WorkerConfig{
 		Bus: d.b, Agents: list, Concurrency: f.concurrency, MaxDeliver: f.maxDeliver, AckWait: f.ackWait,
 		StepTimeout: f.stepTimeout, Heartbeat: f.heartbeat, RetryBase: f.retryBase, RetryMax: f.retryMax,
-		ShutdownGrace: f.shutdownGrace, Logger: d.log,
+		ShutdownGrace: f.shutdownGrace, Logger: d.log, Metrics: d.metrics.workerMetrics(),
 		TracerProvider: f.tracer,
 	})
 	if err != nil {
