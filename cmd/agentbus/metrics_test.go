@@ -370,3 +370,64 @@ func canonical(series string) string {
 	sort.Strings(labels)
 	return series[:i] + "{" + strings.Join(labels, ",") + "}"
 }
+
+// TestServePhaseLatencyAndMetrics runs a three-step chain on an in-process
+// serve: GET /v1/workflows/{id} carries the phase latency and each task's
+// wait and run, and serve's one /metrics page holds the gateway's, the
+// orchestrator's and the workers' metrics.
+func TestServePhaseLatencyAndMetrics(t *testing.T) {
+	s := startServe(t, t.TempDir())
+	base := s.info.HTTPURL
+	body := `{"plan":{"steps":[{"id":"a","capability":"echo","input":"x"},{"id":"b","capability":"echo","input":"x","depends_on":["a"]},{"id":"c","capability":"echo","input":"x","depends_on":["b"]}]}}`
+	resp, err := http.Post(base+"/v1/workflows", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sub struct {
+		WorkflowID string `json:"workflow_id"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&sub)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("submit: %s %v", resp.Status, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	end, err := newClient(base, "default").follow(ctx, sub.WorkflowID, 0, func(events.Frame) error { return nil })
+	if err != nil || end.Type != events.TypeComplete.Short() {
+		t.Fatalf("workflow ended %q: %v", end.Type, err)
+	}
+	resp, err = http.Get(base + "/v1/workflows/" + sub.WorkflowID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var state struct {
+		events.PhaseLatency
+		Tasks map[string]struct {
+			QueuedMS *float64 `json:"queued_ms"`
+			RunMS    *float64 `json:"run_ms"`
+		} `json:"tasks"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&state); err != nil {
+		t.Fatal(err)
+	}
+	l := state.PhaseLatency
+	if l.EndToEndMS <= 0 || l.ActionMS <= 0 || l.PlanningMS+l.ActionMS > l.EndToEndMS+1 || l.QueueMaxMS > l.QueueMS {
+		t.Errorf("state's phase latency %+v is not sane", l)
+	}
+	for id, task := range state.Tasks {
+		if task.QueuedMS == nil || task.RunMS == nil || *task.QueuedMS+*task.RunMS > l.ActionMS+1 {
+			t.Errorf("task %s: queued_ms %v run_ms %v (action %v)", id, task.QueuedMS, task.RunMS, l.ActionMS)
+		}
+	}
+	t.Logf("3 echo steps on serve: planning %.3f ms, queue %.3f ms (max %.3f), action %.3f ms, end to end %.3f ms",
+		l.PlanningMS, l.QueueMS, l.QueueMaxMS, l.ActionMS, l.EndToEndMS)
+	if diff := compareSeries(scrape(t, base+"/metrics"), map[string]float64{
+		`agentbus_orchestrator_workflows_finished_total{outcome="completed",tenant="default"}`: 1,
+		`agentbus_worker_step_duration_seconds_count{capability="echo",outcome="completed"}`:   3,
+		`agentbus_gateway_replays_total{kind="ws"}`:                                            0,
+	}); diff != "" {
+		t.Errorf("serve /metrics:%s", diff)
+	}
+}
