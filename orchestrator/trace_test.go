@@ -2,14 +2,13 @@ package orchestrator_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"encoding/json"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/agents/echo"
-	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/orchestrator"
@@ -271,4 +269,31 @@ func TestTraceCanceledWorkflowEndsInError(t *testing.T) {
 	}
 }
 
-var _ = bus.ErrStop
+func TestTraceApprovalWaitIsASpanUnderItsStep(t *testing.T) {
+	exp, tp := memoryTracer()
+	judge := newFn("judge", func(_ context.Context, req agents.Request) (json.RawMessage, error) { return req.Input, nil })
+	s := startTraced(t, tp, agents.WorkerConfig{}, judge)
+	in, _ := json.Marshal(map[string]float64{"confidence": 0.4})
+	submit(t, s.env.Bus, "default", "appr", events.WorkflowSubmitted{Plan: plan(
+		events.PlanStep{ID: "J", Capability: "judge", Input: in, RequiresApproval: true}, step("after", "echo", "J"))})
+	waitFor(t, "the approval wait", func() bool {
+		cp, err := s.orch.Checkpoint(t.Context(), "default", "appr")
+		return err == nil && cp.Status == events.StateInputRequired
+	})
+	if res := control(t, s.env.Bus, "default", "appr", events.Control{Action: events.ActionApprove, Reason: "looks right"}); !res.Applied {
+		t.Fatalf("approve: %+v", res)
+	}
+	if end := last(t, collect(t, s.env.Bus, "default", "appr")); end.Type != events.TypeComplete {
+		t.Fatalf("workflow ended %s", end.Type)
+	}
+	ss := spansUntil(t, exp, "the approval", func(ss tracetest.SpanStubs) bool {
+		return len(named(ss, "step approval")) == 1 && len(named(ss, "workflow completed")) == 1
+	})
+	a, st := named(ss, "step approval")[0], named(ss, "step judge")
+	if len(st) != 1 || a.Parent.SpanID() != st[0].SpanContext.SpanID() {
+		t.Fatalf("the approval wait is not under its step's span:\n%s", dump(ss))
+	}
+	if attr(a, "agentbus.step.approval").AsString() != orchestrator.ApprovalApproved || !a.EndTime.After(a.StartTime) {
+		t.Errorf("approval span %v from %s to %s", a.Attributes, a.StartTime, a.EndTime)
+	}
+}
