@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/llm"
@@ -127,7 +128,8 @@ func (m *appMetrics) searchBackend(open func() (retrieval.Backend, error)) func(
 	}
 }
 
-// timedBackend observes the latency of each Search by profile; a profile
+// timedBackend observes the latency of each Search by profile, with the
+// trace id of the search's span as an exemplar; a profile
 // the backend does not offer is labelled "unknown", so that labels stay
 // bounded whatever a step's input names.
 type timedBackend struct {
@@ -146,7 +148,12 @@ func (b timedBackend) Search(ctx context.Context, tenant, profile string, q retr
 	if err != nil {
 		outcome = "error"
 	}
-	b.hist.WithLabelValues(label, outcome).Observe(time.Since(start).Seconds())
+	o := b.hist.WithLabelValues(label, outcome)
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		o.(prometheus.ExemplarObserver).ObserveWithExemplar(time.Since(start).Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
+		return hits, err
+	}
+	o.Observe(time.Since(start).Seconds())
 	return hits, err
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/orchestrator"
+	"github.com/agentbus/agentbus/retrieval"
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -429,5 +430,55 @@ func TestServePhaseLatencyAndMetrics(t *testing.T) {
 		`agentbus_gateway_replays_total{kind="ws"}`:                                            0,
 	}); diff != "" {
 		t.Errorf("serve /metrics:%s", diff)
+	}
+}
+
+// fakeBackend answers searches of its one profile.
+type fakeBackend struct{ retrieval.Backend }
+
+func (fakeBackend) Profiles() []string { return []string{"bm25"} }
+func (fakeBackend) Search(_ context.Context, _, profile string, _ retrieval.Query) ([]retrieval.Hit, error) {
+	if profile != "bm25" {
+		return nil, errors.New("no such profile")
+	}
+	return nil, nil
+}
+
+// TestSearchLatencyByProfile checks the timed backend: one series per
+// offered profile and outcome, and "unknown" for any other name, so a
+// step's input cannot grow the label set.
+func TestSearchLatencyByProfile(t *testing.T) {
+	m, err := newAppMetrics(false, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := m.searchBackend(func() (retrieval.Backend, error) { return fakeBackend{}, nil })
+	b, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"bm25", "bm25", "made-up-1", "made-up-2"} {
+		_, _ = b.Search(t.Context(), "default", p, retrieval.Query{Text: "q"})
+	}
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "agentbus_search_duration_seconds" {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			var labels []string
+			for _, l := range s.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			got[strings.Join(labels, ",")] = s.GetHistogram().GetSampleCount()
+		}
+	}
+	want := map[string]uint64{"outcome=ok,profile=bm25": 2, "outcome=error,profile=unknown": 2}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("search histogram series %v, want %v", got, want)
 	}
 }
