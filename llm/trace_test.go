@@ -45,7 +45,7 @@ func TestChatCallIsAGenAIChildSpan(t *testing.T) {
 		}
 		attrs := map[string]string{}
 		for _, a := range s.Attributes {
-			attrs[string(a.Key)] = a.Value.Emit()
+			attrs[string(a.Key)] = a.Value.String()
 		}
 		if attrs["gen_ai.operation.name"] != "chat" || attrs["gen_ai.request.model"] != "test-model" || attrs["gen_ai.provider.name"] != "openai" {
 			t.Errorf("call %d attributes %v", i, attrs)
