@@ -25,13 +25,13 @@ type serveFlags struct {
 	// replicasSet says --replicas was given; otherwise a clustered server
 	// (--routes, or a cluster block in --nats-config) gets 3.
 	replicasSet bool
-	cluster                                        clusterFlags
-	worker                                         workerFlags
-	plan                                           planFlags
-	auth                                           authFlags
-	ws                                             wsFlags
-	search                                         backendFlags
-	otel                                           otelFlags
+	cluster     clusterFlags
+	worker      workerFlags
+	plan        planFlags
+	auth        authFlags
+	ws          wsFlags
+	search      backendFlags
+	otel        otelFlags
 	// sampleCorpus indexes the shipped corpus into an empty default index.
 	sampleCorpus bool
 	// logOut receives the log; nil is os.Stderr.
