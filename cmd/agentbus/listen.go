@@ -14,8 +14,14 @@ import (
 // once that the port is taken instead of after opening the store and
 // indexing the sample corpus. Port 0 (random) is not probed.
 func probeHTTP(addr string) error {
-	if _, port, err := net.SplitHostPort(addr); err != nil || port == "0" {
-		return nil // gateway.New reports a bad address
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		// Say so before the embedded server starts and the sample corpus
+		// is indexed, not after.
+		return &exitError{code: exitUsage, msg: fmt.Sprintf("--http-addr %q: want HOST:PORT, e.g. 127.0.0.1:8080 (port 0: random)", addr)}
+	}
+	if port == "0" {
+		return nil
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {

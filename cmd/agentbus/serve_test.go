@@ -163,15 +163,26 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 
 func TestServeRejectsBadFlags(t *testing.T) {
 	cases := map[string][]string{
-		"nats addr":   {"serve", "--data", t.TempDir(), "--nats-addr", "nohostport"},
-		"http addr":   {"serve", "--data", t.TempDir(), "--nats-addr", "127.0.0.1:-1", "--http-addr", "nonsense"},
-		"nats config": {"serve", "--data", t.TempDir(), "--nats-config", "/does/not/exist.conf"},
+		"nats addr":      {"serve", "--data", t.TempDir(), "--nats-addr", "nohostport"},
+		"http addr":      {"serve", "--data", t.TempDir(), "--nats-addr", "127.0.0.1:-1", "--http-addr", "nonsense"},
+		"nats config":    {"serve", "--data", t.TempDir(), "--nats-config", "/does/not/exist.conf"},
+		"replicas":       {"serve", "--data", t.TempDir(), "--replicas", "7"},
+		"replicas alone": {"serve", "--data", t.TempDir(), "--replicas", "3"},
+		"cluster addr":   {"serve", "--data", t.TempDir(), "--routes", "nats://127.0.0.1:6222"},
+		"routes":         {"serve", "--data", t.TempDir(), "--cluster-addr", "127.0.0.1:6222", "--routes", "http://x:1"},
+		"sync":           {"serve", "--data", t.TempDir(), "--jetstream-sync", "sometimes"},
 	}
+	want := map[string]string{"http addr": "--http-addr", "replicas": "--replicas", "replicas alone": "needs a cluster",
+		"cluster addr": "--cluster-addr", "routes": "--routes", "sync": "--jetstream-sync"}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
+			start := time.Now()
 			code, _, stderr := cli(t, args...)
-			if code != exitUsage || stderr == "" {
-				t.Fatalf("exit %d, stderr %q", code, stderr)
+			if code != exitUsage || stderr == "" || !strings.Contains(stderr, want[name]) {
+				t.Fatalf("exit %d, stderr %q; want exit %d naming %q", code, stderr, exitUsage, want[name])
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("refused after %s, want at once", d)
 			}
 		})
 	}
