@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/agentbus/agentbus/retrieval"
 )
 
@@ -29,18 +31,24 @@ type ListRun struct {
 // the cap still leaves k. It fails with retrieval.ErrAllProfilesFailed
 // only when every list failed. One list is still returned in fused form,
 // like retrieval.Ensemble does.
-func run(ctx context.Context, b retrieval.Backend, tenant string, lists []list, k, perDoc int, f retrieval.Filters) ([]retrieval.Hit, []ListRun, error) {
+func run(ctx context.Context, b retrieval.Backend, tenant string, lists []list, k, perDoc int, f retrieval.Filters) (hits []retrieval.Hit, runs []ListRun, err error) {
+	ctx, span := startSpan(ctx, "search ensemble", attribute.Int("agentbus.search.lists", len(lists)), attribute.Int("agentbus.search.k", k))
+	defer func() { span.SetAttributes(attribute.Int("agentbus.search.hits", len(hits))); endSpan(span, err) }()
 	fetch := k
 	if perDoc > 0 {
 		fetch = 3 * k
 	}
-	runs := make([]ListRun, len(lists))
+	runs = make([]ListRun, len(lists))
 	got := make([][]retrieval.Hit, len(lists))
 	var wg sync.WaitGroup
 	for i, l := range lists {
 		wg.Go(func() {
 			start := time.Now()
-			hits, err := b.Search(ctx, tenant, l.profile, retrieval.Query{Text: l.query, K: fetch, Filters: f})
+			lctx, ls := startSpan(ctx, "search profile "+l.profile, attribute.String("agentbus.search.profile", l.profile),
+				attribute.String("agentbus.search.list", l.name))
+			hits, err := b.Search(lctx, tenant, l.profile, retrieval.Query{Text: l.query, K: fetch, Filters: f})
+			ls.SetAttributes(attribute.Int("agentbus.search.hits", len(hits)))
+			endSpan(ls, err)
 			runs[i] = ListRun{Name: l.name, Profile: l.profile, Query: l.query, Hits: len(hits),
 				TookMS: time.Since(start).Milliseconds(), err: err}
 			if err != nil {
@@ -63,7 +71,11 @@ func run(ctx context.Context, b retrieval.Backend, tenant string, lists []list, 
 	if len(byName) == 0 {
 		return nil, runs, fmt.Errorf("%w: %s", retrieval.ErrAllProfilesFailed, strings.Join(failed, "; "))
 	}
-	return diverse(retrieval.Fuse(retrieval.RRFK, byName), k, perDoc), runs, nil
+	_, fs := startSpan(ctx, "search fusion", attribute.String("agentbus.search.fusion", "rrf"), attribute.Int("agentbus.search.rrf_k", retrieval.RRFK))
+	hits = diverse(retrieval.Fuse(retrieval.RRFK, byName), k, perDoc)
+	fs.SetAttributes(attribute.Int("agentbus.search.hits", len(hits)))
+	fs.End()
+	return hits, runs, nil
 }
 
 // diverse keeps, in order, the first k hits with at most perDoc of any one

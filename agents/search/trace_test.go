@@ -1,0 +1,53 @@
+package search
+
+import (
+	"context"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/agentbus/agentbus/retrieval"
+)
+
+// twoDocs answers every profile with the same two hits.
+type twoDocs struct{}
+
+func (twoDocs) Name() string                                           { return "two" }
+func (twoDocs) Profiles() []string                                     { return []string{"bm25", "vector"} }
+func (twoDocs) Index(context.Context, string, []retrieval.Chunk) error { return nil }
+func (twoDocs) Count(context.Context, string) (int, error)             { return 2, nil }
+func (twoDocs) Close() error                                           { return nil }
+func (twoDocs) Search(context.Context, string, string, retrieval.Query) ([]retrieval.Hit, error) {
+	return []retrieval.Hit{{ID: "a#0", DocID: "a"}, {ID: "b#0", DocID: "b"}}, nil
+}
+
+func TestRunSpans(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	ctx, step := tp.Tracer("test").Start(context.Background(), "step run")
+	lists := []list{{name: "bm25", profile: "bm25", query: "q"}, {name: "vector", profile: "vector", query: "q"}}
+	if _, _, err := run(ctx, twoDocs{}, "acme", lists, 5, -1, retrieval.Filters{}); err != nil {
+		t.Fatal(err)
+	}
+	step.End()
+	byName := map[string]tracetest.SpanStub{}
+	for _, s := range exp.GetSpans() {
+		byName[s.Name] = s
+	}
+	ens, ok := byName["search ensemble"]
+	if !ok || ens.Parent.SpanID() != step.SpanContext().SpanID() {
+		t.Fatalf("no ensemble span under the step's run: %v", byName)
+	}
+	for _, name := range []string{"search profile bm25", "search profile vector", "search fusion"} {
+		if s, ok := byName[name]; !ok || s.Parent.SpanID() != ens.SpanContext.SpanID() {
+			t.Errorf("%s missing or not under the ensemble", name)
+		}
+	}
+	if _, _, err := run(context.Background(), twoDocs{}, "acme", lists, 5, -1, retrieval.Filters{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(exp.GetSpans()); n != 5 {
+		t.Errorf("an untraced search recorded spans: %d in all, want 5", n)
+	}
+}
