@@ -81,9 +81,15 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	exp, endpoint := cfg.Exporter, ""
 	if exp == nil {
 		// otlptracehttp reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, _HEADERS,
-		// _TIMEOUT, _COMPRESSION and _INSECURE itself; default
-		// http://localhost:4318/v1/traces.
-		if exp, err = otlptracehttp.New(ctx); err != nil {
+		// _TIMEOUT, _COMPRESSION and _INSECURE itself. With no endpoint
+		// set it would speak TLS to localhost:4318; the specification's
+		// default, and what a collector beside `make run` serves, is
+		// plain http://localhost:4318.
+		var opts []otlptracehttp.Option
+		if !endpointSet() {
+			opts = append(opts, otlptracehttp.WithInsecure())
+		}
+		if exp, err = otlptracehttp.New(ctx, opts...); err != nil {
 			return nil, fmt.Errorf("telemetry: otlp/http exporter: %w", err)
 		}
 		endpoint = Endpoint()
@@ -110,6 +116,18 @@ func Endpoint() string {
 		return strings.TrimSuffix(e, "/") + "/v1/traces"
 	}
 	return "http://localhost:4318/v1/traces"
+}
+
+// endpointSet reports whether the environment chose the endpoint or its
+// transport security; otherwise New picks plain HTTP to localhost.
+func endpointSet() bool {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+		"OTEL_EXPORTER_OTLP_INSECURE", "OTEL_EXPORTER_OTLP_TRACES_INSECURE"} {
+		if os.Getenv(k) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Noop returns tp, or the no-op provider when tp is nil: what a Config
