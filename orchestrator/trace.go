@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -157,9 +158,14 @@ func (o *Orchestrator) stored(cp *Checkpoint, before traceMark) {
 	span.End(trace.WithTimestamp(now))
 }
 
-// endSpan ends a handler's span with status error if it failed.
+// endSpan ends a handler's span with status error if it failed; a
+// message put off until later (a deadline not yet due) did not fail.
 func endSpan(span trace.Span, err error) {
-	if err != nil {
+	var later *bus.RetryAfter
+	switch {
+	case errors.As(err, &later):
+		span.SetAttributes(attribute.String("agentbus.retry_after", later.Delay.String()))
+	case err != nil:
 		span.SetStatus(codes.Error, err.Error())
 	}
 	span.End()
