@@ -126,6 +126,22 @@ type Gateway struct {
 	mu       sync.Mutex
 	listener net.Listener
 	server   *http.Server
+	// socketsClosed is set (under mu) when Run starts waiting for the
+	// WebSocket handlers: a handler that starts later is turned away, so
+	// sockets.Add never races sockets.Wait.
+	socketsClosed bool
+}
+
+// socketStarts counts a WebSocket handler in, unless the gateway is
+// already waiting for them to end.
+func (g *Gateway) socketStarts() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.socketsClosed {
+		return false
+	}
+	g.sockets.Add(1)
+	return true
 }
 
 // New checks cfg and prepares the routes.
@@ -216,6 +232,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	// Shutdown does not wait for hijacked connections: wait for the
 	// WebSocket handlers (their context has ended: they close with 1001).
+	g.mu.Lock()
+	g.socketsClosed = true
+	g.mu.Unlock()
 	waited := make(chan struct{})
 	go func() { g.sockets.Wait(); close(waited) }()
 	select {

@@ -153,7 +153,10 @@ func (g *Gateway) ws(w http.ResponseWriter, r *http.Request) {
 		rw.answer(r) // Accept refused: in the error shape, not its text/plain
 		return
 	}
-	g.sockets.Add(1)
+	if !g.socketStarts() {
+		_ = c.Close(websocket.StatusGoingAway, "gateway shutting down")
+		return
+	}
 	defer g.sockets.Done()
 	c.SetReadLimit(g.cfg.WS.ReadLimit)
 	var refusal func(action string) string
