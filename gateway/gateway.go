@@ -188,6 +188,7 @@ func (g *Gateway) routes() {
 	g.routesWS()
 	g.routesA2A()
 	g.routesAuth()
+	g.routesTenantFeed()
 }
 
 // Handler returns the gateway's routes, for tests and embedding.
