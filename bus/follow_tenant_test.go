@@ -137,3 +137,20 @@ func TestEventsRange(t *testing.T) {
 		t.Errorf("range = %d..%d, %v; want %d..%d", first, last, err, a, b)
 	}
 }
+
+func TestTenantLastOffset(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	if off, err := env.Bus.TenantLastOffset(testCtx(t), tenant); err != nil || off != 0 {
+		t.Fatalf("TenantLastOffset with no events = %d, %v; want 0", off, err)
+	}
+	publishEvent(t, env.Bus, "w1", 1)
+	want := publishEvent(t, env.Bus, "w2", 1)
+	publishOther(t, env.Bus, "globex", "w3")
+	if off, err := env.Bus.TenantLastOffset(testCtx(t), tenant); err != nil || off != want {
+		t.Errorf("TenantLastOffset = %d, %v; want %d (another tenant's later event does not count)", off, err, want)
+	}
+	if _, err := env.Bus.TenantLastOffset(testCtx(t), "a*"); !errors.Is(err, subjects.ErrInvalidToken) {
+		t.Errorf("TenantLastOffset(%q) = %v, want ErrInvalidToken", "a*", err)
+	}
+}
