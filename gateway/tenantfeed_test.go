@@ -10,7 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coder/websocket"
+
 	"github.com/agentbus/agentbus/gateway"
+	"github.com/agentbus/agentbus/subjects"
 )
 
 // feedEntry is one workflow_status frame of the tenant feed, as a client
@@ -347,5 +350,87 @@ func TestTenantFeedBadParameters(t *testing.T) {
 	// Without a token, the feed is refused like every tenant route.
 	if r := s.mustDo(t, http.MethodGet, "/v1/workflows/events", nil); r.Status != http.StatusUnauthorized {
 		t.Errorf("no token: status %d, want 401", r.Status)
+	}
+}
+
+// TestTenantFeedResetsAnExpiredCursor: a cursor older than the oldest
+// retained event (events before it deleted, as retention would) gets a
+// `reset` frame whose id is the resume point, then the feed goes on live
+// from there.
+func TestTenantFeedResetsAnExpiredCursor(t *testing.T) {
+	s := startStack(t)
+	feedWorkflows(t, s, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	str, err := s.env.Bus.JetStream().Stream(ctx, subjects.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := uint64(1); seq <= 3; seq++ {
+		if err := str.DeleteMsg(ctx, seq); err != nil {
+			t.Fatalf("delete %d: %v", seq, err)
+		}
+	}
+	var frames []sseFrame
+	st, err := s.readSSE(ctx, "/v1/workflows/events?from=1", func(sf sseFrame, _ []string) error {
+		if sf.Event != "" {
+			frames = append(frames, sf)
+		}
+		if len(frames) == 2 {
+			return errStopReading
+		}
+		return nil
+	})
+	if err != nil || st.Status != http.StatusOK || len(frames) != 2 {
+		t.Fatalf("status %d, frames %v, %v", st.Status, frames, err)
+	}
+	var c gateway.FeedConnected
+	if err := json.Unmarshal([]byte(frames[0].Data), &c); err != nil {
+		t.Fatal(err)
+	}
+	var f wsFrame
+	var reset map[string]any
+	if err := json.Unmarshal([]byte(frames[1].Data), &f); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(f.Data, &reset); err != nil {
+		t.Fatal(err)
+	}
+	if frames[1].Event != gateway.FrameReset || reset["reason"] != gateway.ResetRetention ||
+		frames[1].ID != strconv.FormatUint(c.LastOffset, 10) || reset["resume_from"] != float64(c.LastOffset) {
+		t.Errorf("second frame %+v (data %v), want a retention reset with id and resume_from %d", frames[1], reset, c.LastOffset)
+	}
+	// Resuming from the reset's id is not void, and sees what follows.
+	got := s.liveFeed(t, "/v1/workflows/events", completed("after-reset"), "Last-Event-ID", frames[1].ID)
+	s.mustSubmit(t, map[string]any{"workflow_id": "after-reset", "plan": plan("a:echo")})
+	if r := <-got; len(r.es) == 0 || r.es[0].WS.WorkflowID != "after-reset" {
+		t.Errorf("after the reset the feed read %v", r.es)
+	}
+}
+
+// TestTenantFeedIsReadOnly: a viewer token may follow the feed; a control
+// frame on its WebSocket is refused with a control_result, and the
+// connection goes on.
+func TestTenantFeedIsReadOnly(t *testing.T) {
+	s := startStack(t, withTokens)
+	_, _ = s.readFeed(t, "/v1/workflows/events", func([]feedEntry) bool { return true }, bearer(viewerToken)...)
+	conn := s.mustDialWS(t, "/v1/ws", bearer(acmeToken)...)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type":"cancel","reason":"all of them"}`)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := readWS(ctx, conn, func(f wsFrame) error {
+		if f.Type == gateway.FrameControlResult {
+			return errStopReading
+		}
+		return nil
+	})
+	if err != nil || len(st.Frames) != 2 || st.Frames[0].Type != gateway.FrameConnected {
+		t.Fatalf("frames %s, end %v, err %v: want connected then control_result", wsSummary(st.Frames), st.End, err)
+	}
+	var res gateway.WSControlResult
+	if err := json.Unmarshal(st.Frames[1].Data, &res); err != nil || res.Error != "forbidden" || res.Applied {
+		t.Errorf("control_result %s (%v), want forbidden, not applied", st.Frames[1].Data, err)
 	}
 }
