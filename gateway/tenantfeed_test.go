@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -432,5 +433,20 @@ func TestTenantFeedIsReadOnly(t *testing.T) {
 	var res gateway.WSControlResult
 	if err := json.Unmarshal(st.Frames[1].Data, &res); err != nil || res.Error != "forbidden" || res.Applied {
 		t.Errorf("control_result %s (%v), want forbidden, not applied", st.Frames[1].Data, err)
+	}
+}
+
+// A workflow may not be called "events": GET /v1/workflows/events is the
+// tenant's feed, so its state could never be read.
+func TestTenantFeedReservesItsPath(t *testing.T) {
+	s := startStack(t)
+	resp, err := s.client.Post(s.base+"/v1/workflows", "application/json", strings.NewReader(`{"workflow_id":"events","query":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"pointer": "/workflow_id"`) || !strings.Contains(string(body), "reserved") {
+		t.Fatalf("submit workflow_id events: %s %s", resp.Status, body)
 	}
 }

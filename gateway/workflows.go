@@ -62,8 +62,17 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request) {
 		writeBadRequest(w, Problem{In: InBody, Message: err.Error()})
 		return
 	}
+	if req.WorkflowID == reservedWorkflowID {
+		// GET /v1/workflows/events is the tenant's live feed, so a
+		// workflow of that id could never be read back.
+		writeBadRequest(w, Problem{In: InBody, Pointer: "/workflow_id", Message: fmt.Sprintf("%q is reserved (GET /v1/workflows/events is the tenant's live feed); choose another id", reservedWorkflowID)})
+		return
+	}
 	g.start(w, r, tenant, req.WorkflowID, events.WorkflowSubmitted{Query: req.Query, Plan: req.Plan, Metadata: req.Metadata, TimeoutMS: req.TimeoutMS})
 }
+
+// reservedWorkflowID is a path of its own under /v1/workflows.
+const reservedWorkflowID = "events"
 
 // start publishes a submission for a new workflow (id generated if empty),
 // waits until an orchestrator recorded it, and answers 202.
