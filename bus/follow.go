@@ -45,12 +45,21 @@ func (b *Bus) Follow(ctx context.Context, tenant, workflow string, after uint64,
 	if err != nil {
 		return err
 	}
+	return b.followLoop(ctx, subj, after, fn, func(ctx context.Context) (uint64, error) {
+		return b.LastOffset(ctx, tenant, workflow)
+	})
+}
+
+// followLoop follows the events filtered by subj from after (see follow),
+// starting a new consumer whenever one stalls. last reports the newest
+// offset the filter matches.
+func (b *Bus) followLoop(ctx context.Context, subj string, after uint64, fn FollowFunc, last func(context.Context) (uint64, error)) error {
 	for {
-		err := b.follow(ctx, tenant, workflow, subj, &after, fn)
+		err := b.follow(ctx, subj, &after, fn, last)
 		if !errors.Is(err, errStalled) {
 			return err
 		}
-		b.log.Warn("follower stalled: its consumer delivered nothing while the workflow had newer events; following again from its cursor",
+		b.log.Warn("follower stalled: its consumer delivered nothing while newer events were stored; following again from its cursor",
 			"subject", subj, "after", after)
 	}
 }
@@ -65,7 +74,7 @@ var errStalled = errors.New("bus: follower stalled")
 // the workflow past *after, the consumer is stuck (its server died and
 // the client library could not replace it) and follow returns errStalled
 // for Follow to start a new one.
-func (b *Bus) follow(ctx context.Context, tenant, workflow, subj string, after *uint64, fn FollowFunc) error {
+func (b *Bus) follow(ctx context.Context, subj string, after *uint64, fn FollowFunc, last func(context.Context) (uint64, error)) error {
 	// A follower that dies without cleaning up leaves its consumer behind
 	// for InactiveThreshold only.
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}, DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -102,7 +111,7 @@ func (b *Bus) follow(ctx context.Context, tenant, workflow, subj string, after *
 	var stalled, busy atomic.Bool // busy: fn has a record (a slow client is no stall)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go b.watchStall(wctx, tenant, workflow, &cursor, &busy, &stalled, it.Stop)
+	go watchStall(wctx, last, &cursor, &busy, &stalled, it.Stop)
 	for {
 		m, err := it.Next()
 		if err != nil {
@@ -125,7 +134,7 @@ func (b *Bus) follow(ctx context.Context, tenant, workflow, subj string, after *
 		if err != nil {
 			// Most likely an agent outside Go that left out a header or a
 			// required field: say which, where, and that no client sees it.
-			b.log.Warn("event not delivered to clients: malformed", "subject", subj, "offset", md.Sequence.Stream,
+			b.log.Warn("event not delivered to clients: malformed", "subject", m.Subject(), "offset", md.Sequence.Stream,
 				"type", lookupHeader(m.Headers(), events.HeaderType), "source", lookupHeader(m.Headers(), events.HeaderSource), "err", err)
 			continue
 		}
@@ -145,10 +154,10 @@ func (b *Bus) follow(ctx context.Context, tenant, workflow, subj string, after *
 // the stream whether it should have.
 const followStallCheck = 5 * time.Second
 
-// watchStall checks every followStallCheck whether the workflow has an
-// event past what the follower read while the cursor stood still; then it
-// marks the follower stalled and stops its iterator.
-func (b *Bus) watchStall(ctx context.Context, tenant, workflow string, cursor *atomic.Uint64, busy, stalled *atomic.Bool, stop func()) {
+// watchStall checks every followStallCheck in which the cursor stood
+// still whether last reports an event past it; then it marks the follower
+// stalled and stops its iterator.
+func watchStall(ctx context.Context, last func(context.Context) (uint64, error), cursor *atomic.Uint64, busy, stalled *atomic.Bool, stop func()) {
 	t := time.NewTicker(followStallCheck)
 	defer t.Stop()
 	seen := cursor.Load()
@@ -164,9 +173,9 @@ func (b *Bus) watchStall(ctx context.Context, tenant, workflow string, cursor *a
 			continue
 		}
 		qctx, cancel := context.WithTimeout(ctx, followStallCheck/2)
-		last, err := b.LastOffset(qctx, tenant, workflow)
+		newest, err := last(qctx)
 		cancel()
-		if err == nil && last > now && cursor.Load() == now && !busy.Load() {
+		if err == nil && newest > now && cursor.Load() == now && !busy.Load() {
 			stalled.Store(true)
 			stop()
 			return
