@@ -1,12 +1,15 @@
 // Package gateway owns agentbus's HTTP surface: submitting workflows
 // (POST /v1/workflows), reading their state (GET /v1/workflows/{id}),
 // following their events live with replay from an offset (SSE on
-// GET /v1/workflows/{id}/events, WebSocket on …/ws), controlling them
+// GET /v1/workflows/{id}/events, WebSocket on …/ws), the tenant's live
+// feed of workflow status changes (SSE on GET /v1/workflows/events,
+// WebSocket on /v1/ws; tenantfeed*.go), controlling them
 // (cancel, resume, approve, fork, checkpoint history, listing), the agent
 // registry and semantic discovery (GET /v1/agents, ?query=…&k=5), the A2A
 // protocol (agent card, JSON-RPC at /a2a) and the legacy POST /tasks/send,
 // authentication (tokens → tenant and role; off with no tokens), and
-// operations (GET /healthz, /readyz, /metrics).
+// operations (GET /healthz, /readyz, /metrics), and an OpenTelemetry
+// server span per request when Config.TracerProvider is set (trace.go).
 //
 // Data enters as HTTP requests whose bodies are validated against the
 // embedded JSON Schemas (package schemas). Every error answer of the HTTP
