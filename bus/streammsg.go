@@ -27,13 +27,40 @@ type Message struct {
 // acknowledgement, in order: the stream and sequence where it is stored
 // (for a duplicate, where the first copy is stored), so that a caller can
 // later ask whether it is still there (StoredMsgID).
+//
+// A workflow's terminal event (complete, error, cancelled) is published
+// only once every other message was acknowledged. Asynchronous publishes
+// may fail in part — a stream's leader dies while they are in flight — and
+// the caller's retry then stores the failed ones after those that made
+// it: a terminal event stored before the events it ends would hide them
+// from every follower, which stops at it.
 func (b *Bus) PublishAll(ctx context.Context, msgs []Message) ([]Published, error) {
 	out := make([]Published, len(msgs))
-	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
-	for _, p := range msgs {
+	var first, last []int
+	for i, p := range msgs {
+		if p.Env.Type.Terminal() {
+			last = append(last, i)
+		} else {
+			first = append(first, i)
+		}
+	}
+	for _, wave := range [][]int{first, last} {
+		if err := b.publishWave(ctx, msgs, wave, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// publishWave publishes msgs[i] for each i of wave without waiting between
+// them, then waits for every acknowledgement, recording each in out[i].
+func (b *Bus) publishWave(ctx context.Context, msgs []Message, wave []int, out []Published) error {
+	futures := make([]jetstream.PubAckFuture, 0, len(wave))
+	for _, i := range wave {
+		p := msgs[i]
 		m, err := toMsg(p.Subject, p.Env)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !p.At.IsZero() {
 			at := p.At.UTC().Add(time.Second - 1).Truncate(time.Second)
@@ -42,21 +69,22 @@ func (b *Bus) PublishAll(ctx context.Context, msgs []Message) ([]Published, erro
 		}
 		f, err := b.js.PublishMsgAsync(m, jetstream.WithMsgID(p.MsgID))
 		if err != nil {
-			return nil, fmt.Errorf("bus: publish %s to %s: %w", p.Env.Type, p.Subject, err)
+			return fmt.Errorf("bus: publish %s to %s: %w", p.Env.Type, p.Subject, err)
 		}
 		futures = append(futures, f)
 	}
-	for i, f := range futures {
+	for k, f := range futures {
+		i := wave[k]
 		select {
 		case ack := <-f.Ok():
 			out[i] = Published{Stream: ack.Stream, Sequence: ack.Sequence, Duplicate: ack.Duplicate}
 		case err := <-f.Err():
-			return nil, fmt.Errorf("bus: publish %s to %s: %w", msgs[i].Env.Type, msgs[i].Subject, err)
+			return fmt.Errorf("bus: publish %s to %s: %w", msgs[i].Env.Type, msgs[i].Subject, err)
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // StoredMsgID returns the Nats-Msg-Id of the message stored at seq in

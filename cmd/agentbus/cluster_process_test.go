@@ -276,15 +276,15 @@ func (c *serveCluster) storedEvents(t *testing.T, id string) string {
 		return err.Error()
 	}
 	defer b.Close()
-	var offs []uint64
+	var offs []string
 	err = b.Follow(ctx, "default", id, 0, func(_ context.Context, r bus.Record) error {
-		offs = append(offs, r.Offset)
-		if r.Envelope.Type.Terminal() {
-			return bus.ErrStop
+		offs = append(offs, fmt.Sprintf("%d:%s", r.Offset, r.Envelope.Type.Short()))
+		if r.Pending == 0 {
+			return bus.ErrStop // everything stored, past the terminal event too
 		}
 		return nil
 	})
-	return fmt.Sprintf("%d events at %v (err %v)", len(offs), offs, err)
+	return fmt.Sprintf("%d events %v (err %v)", len(offs), offs, err)
 }
 
 func types(fs []events.Frame) []string {
