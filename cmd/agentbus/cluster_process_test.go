@@ -33,13 +33,6 @@ type serveNode struct {
 // as on three machines.
 type serveCluster struct {
 	nodes []*serveNode
-	// lostEventsKnown turns a short event log (the checkpoint counted
-	// more events than the stream holds) from a failure into a log line:
-	// killing a server (the checkpoints bucket's leader, or any) has lost
-	// up to 3 client events of a workflow that still completed, even with
-	// every write flushed — an open bug (see the README's durability
-	// section); the line says whether the stream itself lacks them.
-	lostEventsKnown bool
 }
 
 // startServeCluster starts three serve processes routed to one another,
@@ -245,12 +238,9 @@ func (c *serveCluster) checkWorkflow(t *testing.T, id string, seen []events.Fram
 		EventCount int `json:"event_count"`
 	}
 	getJSON(t, c.live()[0]+"/v1/workflows/"+id, &state)
-	if state.EventCount > len(log)-agents && c.lostEventsKnown {
-		t.Logf("KNOWN BUG: %s: the log holds %d orchestrator events, the checkpoint counted %d: %v at %v; read straight from the stream: %s",
+	if state.EventCount != len(log)-agents {
+		t.Errorf("%s: the log holds %d orchestrator events, the checkpoint counted %d (a gap or a duplicate): %v at %v; read straight from the stream: %s",
 			id, len(log)-agents, state.EventCount, types(log), offsets(log), c.storedEvents(t, id))
-	} else if state.EventCount != len(log)-agents {
-		t.Errorf("%s: the log holds %d orchestrator events, the checkpoint counted %d (a gap or a duplicate): %v at %v",
-			id, len(log)-agents, state.EventCount, types(log), offsets(log))
 	}
 	if seen != nil && fmt.Sprint(offsets(seen)) != fmt.Sprint(offsets(log)) {
 		t.Errorf("%s: a live follower saw offsets %v, the log is %v", id, offsets(seen), offsets(log))
@@ -381,7 +371,6 @@ func TestServeClusterSurvivesNodeLoss(t *testing.T) {
 	// Every write flushed: a server killed before its periodic flush can
 	// lose events it acknowledged (the README's durability section).
 	c := startServeCluster(t, "--jetstream-sync", "always")
-	c.lostEventsKnown = true
 	fl := newFollower(c.nodes[0].httpURL)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -421,7 +410,6 @@ func TestServeClusterSurvivesStreamLeaderLoss(t *testing.T) {
 		t.Skip("real processes")
 	}
 	c := startServeCluster(t, "--jetstream-sync", "always")
-	c.lostEventsKnown = true
 	var ids []string
 	n := 0
 	wave := func(k int) {
