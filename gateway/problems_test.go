@@ -18,6 +18,8 @@ var routes = []surface{
 	{http.MethodGet, "/.well-known/agent-card.json", ""},
 	{http.MethodGet, "/v1/agents", ""},
 	{http.MethodGet, "/v1/workflows", ""},
+	{http.MethodGet, "/v1/workflows/events", ""},
+	{http.MethodGet, "/v1/ws", ""},
 	{http.MethodPost, "/v1/workflows", `{"query": "x"}`},
 	{http.MethodGet, "/v1/workflows/{id}", ""},
 	{http.MethodGet, "/v1/workflows/{id}/events", ""},
