@@ -149,8 +149,12 @@ func TestFollowSurvivesItsConsumersServer(t *testing.T) {
 				}
 			}
 			lost := time.Now()
+			var stored time.Time // when event 4 was in the stream
 			for n := 4; n <= 6; n++ {
 				publishEventEventually(t, admin, "w1", n)
+				if n == 4 {
+					stored = time.Now()
+				}
 			}
 			for n := 4; n <= 6; n++ {
 				r := recv(t, got, fmt.Sprintf("event %d after %s's server stopped", n, victim))
@@ -162,10 +166,14 @@ func TestFollowSurvivesItsConsumersServer(t *testing.T) {
 					t.Fatalf("after the loss got event %q, want %d", st.Message, n)
 				}
 			}
-			gap := time.Since(lost)
-			t.Logf("%s's server (%s) stopped: the follower had the next event %s later", victim, name, gap.Round(time.Millisecond))
-			if gap > 10*time.Second {
-				t.Errorf("the follower stalled %s (want under 10s: 2 missed 2s heartbeats, then a new consumer)", gap)
+			// The cluster's own recovery (a new stream leader, for the
+			// publisher too) is not the follower's to shorten: its lag is
+			// counted from the moment event 4 was stored.
+			lag := time.Since(stored)
+			t.Logf("%s's server (%s) stopped: event 4 stored %s later, the follower had it %s after that",
+				victim, name, stored.Sub(lost).Round(time.Millisecond), lag.Round(time.Millisecond))
+			if lag > 10*time.Second {
+				t.Errorf("the follower lagged %s behind the stream (want under 10s: 3s idle, a 2s check, then a new consumer)", lag)
 			}
 		})
 	}

@@ -70,7 +70,7 @@ var errStalled = errors.New("bus: follower stalled")
 
 // follow runs one ordered consumer for Follow from *after, moving *after
 // past every stored event it reads. A stall check runs beside it: when
-// nothing arrived for followStallCheck but the stream holds an event of
+// nothing arrived for followStallIdle but the stream holds an event of
 // the workflow past *after, the consumer is stuck (its server died and
 // the client library could not replace it) and follow returns errStalled
 // for Follow to start a new one.
@@ -96,22 +96,33 @@ func (b *Bus) follow(ctx context.Context, subj string, after *uint64, fn FollowF
 	}
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
+	var cursor atomic.Uint64 // the last stream sequence read
+	cursor.Store(*after)
+	var stalled, busy atomic.Bool // busy: fn has a record (a slow client is no stall)
 	defer func() {
 		// Stopping an ordered consumer leaves it on the server until its
 		// inactivity threshold; delete it now so followers never pile up.
+		// A stalled one's server may be gone: its next consumer must not
+		// wait for that answer, so it is deleted in the background.
 		it.Stop()
-		if info := cons.CachedInfo(); info != nil {
+		info := cons.CachedInfo()
+		if info == nil {
+			return
+		}
+		del := func() {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			_ = b.js.DeleteConsumer(dctx, subjects.StreamEvents, info.Name)
 		}
+		if stalled.Load() {
+			go del()
+			return
+		}
+		del()
 	}()
-	var cursor atomic.Uint64 // the last stream sequence read
-	cursor.Store(*after)
-	var stalled, busy atomic.Bool // busy: fn has a record (a slow client is no stall)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go watchStall(wctx, last, &cursor, &busy, &stalled, it.Stop)
+	go b.watchStall(wctx, last, &cursor, &busy, &stalled, it.Stop)
 	for {
 		m, err := it.Next()
 		if err != nil {
@@ -150,17 +161,26 @@ func (b *Bus) follow(ctx context.Context, subj string, after *uint64, fn FollowF
 	}
 }
 
-// followStallCheck is how long a follower may read nothing before it asks
-// the stream whether it should have.
-const followStallCheck = 5 * time.Second
+// A follower that has read nothing for followStallIdle asks the stream,
+// at most every followStallCheck while it stays idle, whether it should
+// have: an idle follower of a live workflow costs one direct get per check.
+const (
+	followStallIdle  = 3 * time.Second
+	followStallCheck = 2 * time.Second
+	followStallTick  = 500 * time.Millisecond
+)
 
-// watchStall checks every followStallCheck in which the cursor stood
-// still whether last reports an event past it; then it marks the follower
-// stalled and stops its iterator.
-func watchStall(ctx context.Context, last func(context.Context) (uint64, error), cursor *atomic.Uint64, busy, stalled *atomic.Bool, stop func()) {
-	t := time.NewTicker(followStallCheck)
+// watchStall marks the follower stalled and stops its iterator when its
+// cursor has stood still (and fn held no record) for followStallIdle while
+// last reports an event past it. Progress is judged by time, not by ticks,
+// so a stall is seen within followStallIdle+followStallCheck of the first
+// event the consumer failed to deliver, wherever the ticker stood.
+func (b *Bus) watchStall(ctx context.Context, last func(context.Context) (uint64, error), cursor *atomic.Uint64, busy, stalled *atomic.Bool, stop func()) {
+	t := time.NewTicker(followStallTick)
 	defer t.Stop()
 	seen := cursor.Load()
+	moved := time.Now() // when the cursor last moved or fn last held a record
+	var asked time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -169,12 +189,19 @@ func watchStall(ctx context.Context, last func(context.Context) (uint64, error),
 		}
 		now := cursor.Load()
 		if now != seen || busy.Load() {
-			seen = now
+			seen, moved = now, time.Now()
 			continue
 		}
-		qctx, cancel := context.WithTimeout(ctx, followStallCheck/2)
+		if time.Since(moved) < followStallIdle || time.Since(asked) < followStallCheck {
+			continue
+		}
+		asked = time.Now()
+		qctx, cancel := context.WithTimeout(ctx, followStallCheck)
 		newest, err := last(qctx)
 		cancel()
+		if err != nil {
+			b.log.Debug("follower stall check: no answer from the stream", "err", err)
+		}
 		if err == nil && newest > now && cursor.Load() == now && !busy.Load() {
 			stalled.Store(true)
 			stop()
