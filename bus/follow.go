@@ -64,6 +64,12 @@ func (b *Bus) followLoop(ctx context.Context, subj string, after uint64, fn Foll
 	}
 }
 
+// nextMsg is one answer of a follower's iterator.
+type nextMsg struct {
+	m   jetstream.Msg
+	err error
+}
+
 // errStalled ends one consumer of Follow whose events stopped coming
 // while the stream held newer ones.
 var errStalled = errors.New("bus: follower stalled")
@@ -94,42 +100,76 @@ func (b *Bus) follow(ctx context.Context, subj string, after *uint64, fn FollowF
 	if err != nil {
 		return fmt.Errorf("bus: follow %s: %w", subj, err)
 	}
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
 	var cursor atomic.Uint64 // the last stream sequence read
 	cursor.Store(*after)
-	var stalled, busy atomic.Bool // busy: fn has a record (a slow client is no stall)
+	var busy atomic.Bool // fn has a record: a slow client is no stall
+	stalled := make(chan struct{})
+	// The client library replaces a consumer whose server died while
+	// holding its lock, retrying for as long as the cluster has no answer:
+	// Next, Stop and CachedInfo all wait for it meanwhile. So Next runs in a
+	// reader of its own, and a stalled or cancelled follower leaves it
+	// behind, stopping and deleting its consumer in the background.
+	msgs, abandon := make(chan nextMsg), make(chan struct{})
+	go func() {
+		for {
+			m, err := it.Next()
+			select {
+			case msgs <- nextMsg{m, err}:
+			case <-abandon:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	waitForCleanup := true
 	defer func() {
+		close(abandon)
 		// Stopping an ordered consumer leaves it on the server until its
 		// inactivity threshold; delete it now so followers never pile up.
-		// A stalled one's server may be gone: its next consumer must not
-		// wait for that answer, so it is deleted in the background.
-		it.Stop()
-		info := cons.CachedInfo()
-		if info == nil {
-			return
-		}
-		del := func() {
+		cleanup := func() {
+			it.Stop()
+			info := cons.CachedInfo()
+			if info == nil {
+				return
+			}
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			_ = b.js.DeleteConsumer(dctx, subjects.StreamEvents, info.Name)
 		}
-		if stalled.Load() {
-			go del()
-			return
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			cleanup()
+		}()
+		if waitForCleanup {
+			// Bounded: a consumer being replaced must not hold up the
+			// follower's caller (a gateway shutting down) for long.
+			select {
+			case <-done:
+			case <-time.After(6 * time.Second):
+			}
 		}
-		del()
 	}()
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go b.watchStall(wctx, last, &cursor, &busy, &stalled, it.Stop)
+	go b.watchStall(wctx, last, &cursor, &busy, stalled)
 	for {
-		m, err := it.Next()
+		var next nextMsg
+		select {
+		case next = <-msgs:
+		case <-stalled:
+			waitForCleanup = false
+			*after = cursor.Load()
+			return errStalled
+		case <-ctx.Done():
+			*after = cursor.Load()
+			return ctx.Err()
+		}
+		m, err := next.m, next.err
 		if err != nil {
 			*after = cursor.Load()
-			if stalled.Load() && ctx.Err() == nil {
-				return errStalled
-			}
 			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				return ctx.Err()
 			}
@@ -170,12 +210,12 @@ const (
 	followStallTick  = 500 * time.Millisecond
 )
 
-// watchStall marks the follower stalled and stops its iterator when its
+// watchStall closes stalled when the follower's
 // cursor has stood still (and fn held no record) for followStallIdle while
 // last reports an event past it. Progress is judged by time, not by ticks,
 // so a stall is seen within followStallIdle+followStallCheck of the first
 // event the consumer failed to deliver, wherever the ticker stood.
-func (b *Bus) watchStall(ctx context.Context, last func(context.Context) (uint64, error), cursor *atomic.Uint64, busy, stalled *atomic.Bool, stop func()) {
+func (b *Bus) watchStall(ctx context.Context, last func(context.Context) (uint64, error), cursor *atomic.Uint64, busy *atomic.Bool, stalled chan<- struct{}) {
 	t := time.NewTicker(followStallTick)
 	defer t.Stop()
 	seen := cursor.Load()
@@ -203,8 +243,7 @@ func (b *Bus) watchStall(ctx context.Context, last func(context.Context) (uint64
 			b.log.Debug("follower stall check: no answer from the stream", "err", err)
 		}
 		if err == nil && newest > now && cursor.Load() == now && !busy.Load() {
-			stalled.Store(true)
-			stop()
+			close(stalled)
 			return
 		}
 	}
