@@ -30,10 +30,12 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 func newAsk() *cobra.Command {
 	var f clientFlags
 	var planFile string
+	var plain bool
 	cmd := &cobra.Command{
 		Use:   "ask [flags] QUERY",
 		Short: "Submit a workflow and print its events live until it ends",
-		Long: "Submit a workflow and print its events live until it ends.\n" +
+		Long: "Submit a workflow and print its events live until it ends: on a terminal as a live view of\n" +
+			"the plan's steps and the answer, else (or with --plain) one line per event.\n" +
 			"Exit status: 0 completed, 1 failed, 2 canceled, 3 usage or connection error.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -57,14 +59,15 @@ func newAsk() *cobra.Command {
 			if err != nil {
 				return &exitError{code: exitUsage, msg: err.Error()}
 			}
-			if !f.json {
+			if _, live := liveTerminal(out, f, plain); !f.json && !live {
 				fmt.Fprintf(out, "workflow %s (tenant %s)\n", sub.WorkflowID, sub.TenantID)
 			}
-			return followAndPrint(cmd, c, f, sub.WorkflowID, 0)
+			return followAndPrint(cmd, c, f, plain, sub.WorkflowID, 0)
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&planFile, "plan", "", "JSON plan file: {\"steps\": [{\"id\", \"capability\", \"input\", \"depends_on\"}]}")
+	registerPlain(cmd, &plain)
 	return cmd
 }
 
@@ -105,36 +108,51 @@ func readPlan(path string) (*events.Plan, error) {
 func newWatch() *cobra.Command {
 	var f clientFlags
 	var from uint64
+	var plain bool
 	cmd := &cobra.Command{
 		Use:   "watch [flags] WORKFLOW_ID",
 		Short: "Print a workflow's events after an offset and follow it to the end",
-		Long: "Print a workflow's events after an offset (exclusive; 0 = from the first) and follow it to the end.\n" +
+		Long: "Print a workflow's events after an offset (exclusive; 0 = from the first) and follow it to the end:\n" +
+			"on a terminal as a live view of the plan's steps and the answer, else (or with --plain) one line per event.\n" +
 			"Exit status: 0 completed, 1 failed, 2 canceled, 3 usage or connection error or an unknown workflow.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := newClientFor(f)
 			c.notFoundGrace = 0 // an unknown id is reported at once
-			return followAndPrint(cmd, c, f, args[0], from)
+			return followAndPrint(cmd, c, f, plain, args[0], from)
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().Uint64Var(&from, "from", 0, "print events after this offset")
+	registerPlain(cmd, &plain)
 	return cmd
 }
 
-// followAndPrint prints frames until the terminal one and maps it to the
-// exit status.
-func followAndPrint(cmd *cobra.Command, c *client, f clientFlags, workflow string, from uint64) error {
+// registerPlain adds --plain, which keeps a terminal to the line-per-event
+// output that pipes and files get.
+func registerPlain(cmd *cobra.Command, plain *bool) {
+	cmd.Flags().BoolVar(plain, "plain", false, "one line per event even on a terminal (no live view)")
+}
+
+// followAndPrint shows frames until the terminal one — in the live view
+// on a terminal, else one line each — and maps it to the exit status.
+func followAndPrint(cmd *cobra.Command, c *client, f clientFlags, plain bool, workflow string, from uint64) error {
 	out := cmd.OutOrStdout()
-	last, err := c.follow(cmd.Context(), workflow, from, func(fr events.Frame) error {
-		if f.json {
-			b, _ := json.Marshal(fr)
-			_, err := fmt.Fprintln(out, string(b))
+	var last events.Frame
+	var err error
+	if tty, live := liveTerminal(out, f, plain); live {
+		last, err = followLive(cmd.Context(), c, tty, workflow, from)
+	} else {
+		last, err = c.follow(cmd.Context(), workflow, from, func(fr events.Frame) error {
+			if f.json {
+				b, _ := json.Marshal(fr)
+				_, err := fmt.Fprintln(out, string(b))
+				return err
+			}
+			_, err := fmt.Fprintln(out, formatFrame(fr))
 			return err
-		}
-		_, err := fmt.Fprintln(out, formatFrame(fr))
-		return err
-	})
+		})
+	}
 	var nf *notFound
 	if errors.As(err, &nf) {
 		return &exitError{code: exitUsage, msg: fmt.Sprintf("workflow %s: %v (tenant %s at %s)", workflow, err, c.tenant, c.base)}

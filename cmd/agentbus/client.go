@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/gateway"
+	"github.com/agentbus/agentbus/orchestrator"
 )
 
 // client talks to a gateway over HTTP.
@@ -259,6 +260,25 @@ func (c *client) state(ctx context.Context, workflow string) (events.State, erro
 		return "", fmt.Errorf("reading the state: %w", err)
 	}
 	return st.Status, nil
+}
+
+// checkpoint reads a workflow's state from GET /v1/workflows/{id}: its
+// plan and stages and each step's state, which the event stream does not
+// carry (the live view draws the plan from it).
+func (c *client) checkpoint(ctx context.Context, workflow string) (orchestrator.Checkpoint, error) {
+	var cp orchestrator.Checkpoint
+	resp, err := c.do(ctx, http.MethodGet, "/v1/workflows/"+workflow, nil)
+	if err != nil {
+		return cp, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return cp, apiErr(resp)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&cp); err != nil {
+		return cp, fmt.Errorf("reading the state: %w", err)
+	}
+	return cp, nil
 }
 
 // terminalType maps a final workflow state to its terminal frame type.
