@@ -211,6 +211,7 @@ func (b *Bus) provision(ctx context.Context, cfg StreamsConfig, scaled map[strin
 	for _, want := range cfg.buckets() {
 		errs = append(errs, b.ensureBucket(ctx, want, cfg.UpdateReplicas, scaled))
 	}
+	errs = append(errs, b.ensureObjectStore(ctx, UploadsStore(cfg.Replicas), cfg.UpdateReplicas, scaled))
 	return errors.Join(errs...)
 }
 
@@ -370,6 +371,28 @@ func (b *Bus) ensureBucket(ctx context.Context, want jetstream.KeyValueConfig, u
 		return nil
 	}
 	return b.ensureReplicas(ctx, "bucket", want.Bucket, bs.StreamInfo().Config, want.Replicas, update, scaled)
+}
+
+func (b *Bus) ensureObjectStore(ctx context.Context, want jetstream.ObjectStoreConfig, update bool, scaled map[string]bool) error {
+	os, err := b.js.ObjectStore(ctx, want.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		if _, err := b.js.CreateObjectStore(ctx, want); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
+			return fmt.Errorf("bus: create object store %s: %w", want.Bucket, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bus: object store %s: %w", want.Bucket, err)
+	}
+	st, err := os.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("bus: object store %s: %w", want.Bucket, err)
+	}
+	bs, ok := st.(*jetstream.ObjectBucketStatus)
+	if !ok {
+		return nil
+	}
+	return b.ensureReplicas(ctx, "object store", want.Bucket, bs.StreamInfo().Config, want.Replicas, update, scaled)
 }
 
 // Epoch returns the events stream's epoch: the identity of its incarnation.

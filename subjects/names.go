@@ -30,6 +30,11 @@ const (
 	BucketMemory = "AGENTBUS_MEMORY"
 )
 
+// ObjectUploads is the JetStream object store that holds uploaded
+// documents until an ingest step has indexed them, named
+// "<tenant>/<upload>/<n>".
+const ObjectUploads = "AGENTBUS_UPLOADS"
+
 // Durable consumer names shared by every instance of a role.
 const (
 	// ConsumerSubmissions is the orchestrators' shared consumer on StreamWorkflows.

@@ -1,0 +1,130 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// Uploaded documents wait in a JetStream object store between the
+// gateway that received them and the ingest step that indexes them: a
+// step message carries only their names, so an upload of any size never
+// meets NATS's message size limit, is replicated like every stream, and
+// survives the death of any process until it is indexed.
+
+// UploadsMaxAge bounds how long an upload waits for its ingest step; one
+// still there after it is dropped, and its step fails saying so.
+const UploadsMaxAge = 7 * 24 * time.Hour
+
+// ErrUploadTooLarge: an upload is larger than the reader's bound.
+var ErrUploadTooLarge = errors.New("bus: upload larger than allowed")
+
+// UploadsStore is the configuration of subjects.ObjectUploads for a
+// replication factor.
+func UploadsStore(replicas int) jetstream.ObjectStoreConfig {
+	return jetstream.ObjectStoreConfig{
+		Bucket: subjects.ObjectUploads, Description: "agentbus uploaded documents waiting to be indexed",
+		TTL: UploadsMaxAge, Storage: jetstream.FileStorage, Replicas: replicas,
+	}
+}
+
+// UploadName is the object name of an upload's n-th file:
+// "<tenant>/<upload>/<n>". The tenant prefix keeps one tenant's step from
+// naming another's files: an ingest agent reads only names under its
+// step's tenant.
+func UploadName(tenant, upload string, n int) (string, error) {
+	if err := subjects.ValidTenant(tenant); err != nil {
+		return "", err
+	}
+	if err := subjects.ValidWorkflow(upload); err != nil {
+		return "", fmt.Errorf("upload id: %w", err)
+	}
+	return fmt.Sprintf("%s/%s/%d", tenant, upload, n), nil
+}
+
+// uploads opens the object store, creating it when a deployment provisioned
+// before it existed has none yet.
+func (b *Bus) uploads(ctx context.Context) (jetstream.ObjectStore, error) {
+	os, err := b.js.ObjectStore(ctx, subjects.ObjectUploads)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		replicas := 1
+		if kv, kerr := b.js.KeyValue(ctx, subjects.BucketCheckpoints); kerr == nil {
+			if st, serr := kv.Status(ctx); serr == nil {
+				if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+					replicas = bs.StreamInfo().Config.Replicas
+				}
+			}
+		}
+		os, err = b.js.CreateObjectStore(ctx, UploadsStore(replicas))
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			os, err = b.js.ObjectStore(ctx, subjects.ObjectUploads)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bus: uploads store: %w", err)
+	}
+	return os, nil
+}
+
+// PutUpload stores r under name (see UploadName) and returns its size.
+func (b *Bus) PutUpload(ctx context.Context, name string, r io.Reader) (int64, error) {
+	os, err := b.uploads(ctx)
+	if err != nil {
+		return 0, err
+	}
+	info, err := os.Put(ctx, jetstream.ObjectMeta{Name: name}, r)
+	if err != nil {
+		return 0, fmt.Errorf("bus: store upload %s: %w", name, err)
+	}
+	return int64(info.Size), nil
+}
+
+// GetUpload reads the upload name of tenant, at most max bytes of it: a
+// larger one is ErrUploadTooLarge, a missing one ErrNotFound.
+func (b *Bus) GetUpload(ctx context.Context, tenant, name string, max int64) ([]byte, error) {
+	if !strings.HasPrefix(name, tenant+"/") {
+		return nil, fmt.Errorf("%w: upload %q is not tenant %s's", ErrNotFound, name, tenant)
+	}
+	os, err := b.uploads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := os.Get(ctx, name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, fmt.Errorf("%w: upload %s (dropped after %s, or already indexed)", ErrNotFound, name, UploadsMaxAge)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bus: read upload %s: %w", name, err)
+	}
+	defer res.Close()
+	if info, err := res.Info(); err == nil && int64(info.Size) > max {
+		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrUploadTooLarge, name, info.Size, max)
+	}
+	data, err := io.ReadAll(io.LimitReader(res, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("bus: read upload %s: %w", name, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%w: %s is over %d bytes", ErrUploadTooLarge, name, max)
+	}
+	return data, nil
+}
+
+// DeleteUpload removes an upload; one already gone is no error.
+func (b *Bus) DeleteUpload(ctx context.Context, name string) error {
+	os, err := b.uploads(ctx)
+	if err != nil {
+		return err
+	}
+	if err := os.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return fmt.Errorf("bus: delete upload %s: %w", name, err)
+	}
+	return nil
+}
