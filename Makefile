@@ -3,8 +3,9 @@ GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         ?= bin/agentbus
 ARGS        ?=
+NPM         ?= npm
 
-.PHONY: run build test lint bench fuzz cluster cluster-down clean
+.PHONY: run build test web web-test lint bench fuzz cluster cluster-down clean
 
 # -buildvcs=auto stamps the commit into the binary (agentbus version)
 # even where GOFLAGS turns it off; a tree without git builds all the same.
@@ -22,10 +23,22 @@ run:
 build:
 	$(GO) build $(BUILDFLAGS) -o $(BIN) ./cmd/agentbus
 
-## test: vet and the whole suite with the race detector
-test:
+## test: the dashboard's unit tests (Vitest), vet and the whole suite with
+## the race detector
+test: web-test
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## web: rebuild the dashboard's assets (web/ → gateway/dashboard/dist, which
+## is committed: the Go build never needs Node). A test fails when dist is
+## older than web/src.
+web:
+	cd web && $(NPM) ci && $(NPM) run build
+
+## web-test: the dashboard's front-end unit tests (DAG layout, resume logic,
+## plan validation)
+web-test:
+	cd web && $(NPM) ci && $(NPM) test
 
 ## lint: gofmt, go vet and staticcheck
 lint:

@@ -194,7 +194,7 @@ func openRoute(r *http.Request, route string) bool {
 	if _, p, ok := strings.Cut(route, " "); ok {
 		path = p // "GET /healthz"
 	}
-	return slices.Contains(openPaths, path) || strings.HasPrefix(path, "/.well-known/")
+	return slices.Contains(openPaths, path) || strings.HasPrefix(path, "/.well-known/") || dashboardRoute(route)
 }
 
 // authenticate resolves the request's principal when auth is on, or

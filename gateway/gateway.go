@@ -189,6 +189,7 @@ func (g *Gateway) routes() {
 	g.routesA2A()
 	g.routesAuth()
 	g.routesTenantFeed()
+	g.routesDashboard()
 }
 
 // Handler returns the gateway's routes, for tests and embedding.

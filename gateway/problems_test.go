@@ -99,7 +99,7 @@ func TestErrorShape(t *testing.T) {
 		{"body tasks/send", "POST", "/tasks/send", `{"message": {}}`, nil, 400, "invalid_request", &problem{"body", "/message/parts", "required"}},
 		// Routes.
 		{"unknown route", "GET", "/v1/nowhere", "", nil, 404, "not_found", nil},
-		{"root", "GET", "/", "", nil, 404, "not_found", nil},
+		{"outside the dashboard", "GET", "/nowhere", "", nil, 404, "not_found", nil},
 		{"unknown sub-route", "GET", "/v1/workflows/known/nothing", "", nil, 404, "not_found", nil},
 		{"wrong method", "DELETE", "/v1/workflows/known", "", nil, 405, "method_not_allowed", nil},
 	}

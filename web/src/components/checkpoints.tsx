@@ -1,0 +1,45 @@
+// The checkpoint timeline: every kept revision, oldest first, each with
+// "fork from here" (a new workflow from that revision, completed steps
+// reused).
+import type { Revision } from '../api';
+import { clock } from '../format';
+import { StatusPill } from './status';
+
+export function Checkpoints(props: { revisions: Revision[] | null; mayFork: boolean; onFork: (rev: number) => void; busy?: number; error?: string }) {
+  if (!props.revisions) return <p class="muted">Loading checkpoints…</p>;
+  if (props.revisions.length === 0) return <p class="muted">No checkpoint kept.</p>;
+  return (
+    <ol class="timeline" data-testid="checkpoints">
+      {props.revisions.map((r) => {
+        const cp = r.checkpoint ?? ({} as Revision['checkpoint']);
+        const tasks = Object.values(cp.tasks ?? {});
+        const done = tasks.filter((t) => t.status === 'completed').length;
+        return (
+          <li key={r.revision} class={`tl-${r.checkpoint_status}`} data-revision={r.revision}>
+            <i class="tl-dot" aria-hidden="true" />
+            <div class="tl-body">
+              <div class="tl-row">
+                <b class="mono">rev {r.revision}</b>
+                <StatusPill state={cp.status ?? 'submitted'} />
+                <span class="muted small">{cp.phase}</span>
+                <span class="spacer" />
+                <span class="muted small mono">{clock(cp.updated_at)}</span>
+              </div>
+              <div class="tl-row">
+                <span class="muted small">{done}/{cp.plan?.steps?.length ?? tasks.length} steps done · {r.checkpoint_status}</span>
+                <span class="spacer" />
+                {props.mayFork && (
+                  <button class="ghost small" onClick={() => props.onFork(r.revision)} disabled={props.busy === r.revision}
+                    title="Start a new workflow from this revision; completed steps are reused">
+                    {props.busy === r.revision ? 'Forking…' : 'Fork from here'}
+                  </button>
+                )}
+              </div>
+            </div>
+          </li>
+        );
+      })}
+      {props.error && <li class="error" role="alert">{props.error}</li>}
+    </ol>
+  );
+}

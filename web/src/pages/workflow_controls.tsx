@@ -1,0 +1,81 @@
+// The buttons that change a workflow: cancel (confirmed in place), resume,
+// and the approval of steps that wait for a person. Viewers never see them.
+import { useState } from 'preact/hooks';
+import { ApiError, post, terminal, wfPath, type WorkflowState } from '../api';
+
+function message(e: unknown): string {
+  if (e instanceof ApiError) return e.problems.length ? `${e.message} (${e.problems.map((p) => p.message).join('; ')})` : e.message;
+  return String(e);
+}
+
+export function Controls(props: { id: string; wf: WorkflowState; awaiting: string[]; onDone: () => void }) {
+  const [confirm, setConfirm] = useState(false);
+  const [busy, setBusy] = useState('');
+  const [error, setError] = useState('');
+  const act = async (what: string, path: string, body: unknown) => {
+    setBusy(what);
+    setError('');
+    try {
+      await post(`${wfPath(props.id)}/${path}`, body);
+      props.onDone();
+    } catch (e) {
+      setError(message(e));
+    } finally {
+      setBusy('');
+      setConfirm(false);
+    }
+  };
+  const over = terminal(props.wf.status);
+  return (
+    <div class="controls" data-testid="controls">
+      {error && <span class="error small" role="alert">{error}</span>}
+      {!over && !confirm && (
+        <button class="danger-outline" onClick={() => setConfirm(true)} data-action="cancel">Cancel workflow</button>
+      )}
+      {!over && confirm && (
+        <>
+          <button class="danger" onClick={() => act('cancel', 'cancel', { reason: 'canceled from the dashboard' })} disabled={busy !== ''} data-action="confirm-cancel" autoFocus>
+            {busy === 'cancel' ? 'Canceling…' : 'Confirm cancel'}
+          </button>
+          <button class="ghost" onClick={() => setConfirm(false)}>Keep running</button>
+        </>
+      )}
+      {(props.wf.status === 'failed' || props.wf.status === 'rejected') && (
+        <button onClick={() => act('resume', 'resume', {})} disabled={busy !== ''} data-action="resume">{busy === 'resume' ? 'Resuming…' : 'Resume'}</button>
+      )}
+    </div>
+  );
+}
+
+export function Approvals(props: { id: string; steps: string[]; onDone: () => void }) {
+  const [comment, setComment] = useState<Record<string, string>>({});
+  const [busy, setBusy] = useState('');
+  const [error, setError] = useState('');
+  const decide = async (step: string, approve: boolean) => {
+    setBusy(step);
+    setError('');
+    try {
+      await post(`${wfPath(props.id)}/approve`, { approve, comment: comment[step] ?? '', step_id: step });
+      props.onDone();
+    } catch (e) {
+      setError(message(e));
+    } finally {
+      setBusy('');
+    }
+  };
+  return (
+    <section class="card approval" aria-labelledby="h-approve" data-testid="approval">
+      <div class="card-head"><h2 id="h-approve">Awaiting your approval</h2></div>
+      {props.steps.map((s) => (
+        <div class="approve-row" key={s}>
+          <label for={`c-${s}`}>Step <b class="mono">{s}</b></label>
+          <input id={`c-${s}`} type="text" placeholder="Comment (optional)" value={comment[s] ?? ''} data-comment={s}
+            onInput={(e) => setComment({ ...comment, [s]: (e.target as HTMLInputElement).value })} />
+          <button class="primary" disabled={busy === s} onClick={() => decide(s, true)} data-action="approve" data-step={s}>Approve</button>
+          <button class="danger-outline" disabled={busy === s} onClick={() => decide(s, false)} data-action="reject" data-step={s}>Reject</button>
+        </div>
+      ))}
+      {error && <p class="error small" role="alert">{error}</p>}
+    </section>
+  );
+}

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import type { Frame } from './follow';
+import { onEvent, stepState, type Live } from './steps';
+
+const st = (step: string, state: string, message = ''): Frame => ({ offset: 1, type: 'status', step_id: step, data: { state, step_id: step, message } });
+const pr = (step: string, percent: number, message = ''): Frame => ({ offset: 1, type: 'progress', step_id: step, data: { step_id: step, percent, message } });
+
+describe('onEvent', () => {
+  it('follows a step from dispatch to completion', () => {
+    const live = new Map<string, Live>();
+    onEvent(live, st('a', 'working', 'dispatched to sleep'));
+    expect(live.get('a')!.state).toBe('queued');
+    onEvent(live, pr('a', 10, 'sleeping'));
+    expect(live.get('a')!.state).toBe('running');
+    expect(live.get('a')!.percent).toBe(10);
+    onEvent(live, st('a', 'completed'));
+    // the orchestrator's "done" progress does not bring it back
+    expect(onEvent(live, pr('a', 100, 'step a done (1/1)'))).toBe(false);
+    expect(live.get('a')!.state).toBe('completed');
+    expect(live.get('a')!.dispatches).toBe(1);
+  });
+  it('counts retries and approvals', () => {
+    const live = new Map<string, Live>();
+    onEvent(live, st('a', 'working', 'dispatched to x'));
+    onEvent(live, st('a', 'working', 'dispatched to x'));
+    expect(live.get('a')!.dispatches).toBe(2);
+    onEvent(live, st('a', 'input-required'));
+    expect(live.get('a')!.state).toBe('awaiting');
+  });
+  it('ignores workflow-level events', () => {
+    const live = new Map<string, Live>();
+    expect(onEvent(live, { offset: 1, type: 'status', data: { state: 'working' } })).toBe(false);
+    expect(live.size).toBe(0);
+  });
+});
+
+describe('stepState', () => {
+  it('prefers the events, falls back to the checkpoint', () => {
+    expect(stepState(undefined, undefined, false)).toBe('pending');
+    expect(stepState(undefined, undefined, true)).toBe('skipped');
+    expect(stepState({ capability: 'x', status: 'working', attempt: 1 }, undefined, false)).toBe('queued');
+    expect(stepState({ capability: 'x', status: 'submitted', attempt: 0 }, undefined, false)).toBe('pending');
+    expect(stepState({ capability: 'x', status: 'input-required', attempt: 1 }, undefined, false)).toBe('awaiting');
+    expect(stepState({ capability: 'x', status: 'working', attempt: 1 }, { state: 'running', dispatches: 1 }, false)).toBe('running');
+    // a checkpoint that already knows the end wins over a live "running"
+    expect(stepState({ capability: 'x', status: 'completed', attempt: 1 }, { state: 'running', dispatches: 1 }, false)).toBe('completed');
+  });
+});
