@@ -15,29 +15,13 @@ type fileEntry struct {
 	display string
 	size    int64
 	mtime   int64
-}
-
-// Kinds of file read.
-const (
-	kindMarkdown = "markdown"
-	kindText     = "text"
-	kindJSONL    = "jsonl"
-)
-
-func kindOf(path string) string {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".md", ".markdown":
-		return kindMarkdown
-	case ".txt":
-		return kindText
-	case ".jsonl":
-		return kindJSONL
-	}
-	return ""
+	meta    map[string]any // added to every chunk (Files' File.Metadata)
 }
 
 // list expands paths into the files to read, in order; a path that
-// cannot be read, or a named file of an unsupported kind, is a problem.
+// cannot be read is a problem. A file named explicitly is listed whatever
+// its extension (its content decides); in directories only files with a
+// known extension are.
 func list(paths []string) ([]fileEntry, []Problem) {
 	var files []fileEntry
 	var problems []Problem
@@ -45,7 +29,7 @@ func list(paths []string) ([]fileEntry, []Problem) {
 	add := func(path, root string, info fs.FileInfo) {
 		abs, err := filepath.Abs(path)
 		if err != nil {
-			problems = append(problems, Problem{File: displayPath(path), Reason: err.Error()})
+			problems = append(problems, Problem{File: displayPath(path), Reason: err.Error(), Code: CodeIO})
 			return
 		}
 		if seen[abs] {
@@ -62,20 +46,16 @@ func list(paths []string) ([]fileEntry, []Problem) {
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
-			problems = append(problems, Problem{File: displayPath(p), Reason: unwrapPath(err)})
+			problems = append(problems, Problem{File: displayPath(p), Reason: unwrapPath(err), Code: CodeIO})
 			continue
 		}
 		if !info.IsDir() {
-			if kindOf(p) == "" {
-				problems = append(problems, Problem{File: displayPath(p), Reason: "unsupported file type (want .md, .markdown, .txt or .jsonl)"})
-				continue
-			}
 			add(p, filepath.Dir(p), info)
 			continue
 		}
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
-				problems = append(problems, Problem{File: displayPath(path), Reason: unwrapPath(err)})
+				problems = append(problems, Problem{File: displayPath(path), Reason: unwrapPath(err), Code: CodeIO})
 				return nil
 			}
 			if path != p && strings.HasPrefix(d.Name(), ".") {
@@ -84,19 +64,19 @@ func list(paths []string) ([]fileEntry, []Problem) {
 				}
 				return nil
 			}
-			if d.IsDir() || kindOf(path) == "" || !d.Type().IsRegular() {
+			if d.IsDir() || FormatOf(path) == "" || !d.Type().IsRegular() {
 				return nil
 			}
 			info, err := d.Info()
 			if err != nil {
-				problems = append(problems, Problem{File: displayPath(path), Reason: unwrapPath(err)})
+				problems = append(problems, Problem{File: displayPath(path), Reason: unwrapPath(err), Code: CodeIO})
 				return nil
 			}
 			add(path, p, info)
 			return nil
 		})
 		if err != nil {
-			problems = append(problems, Problem{File: displayPath(p), Reason: err.Error()})
+			problems = append(problems, Problem{File: displayPath(p), Reason: err.Error(), Code: CodeIO})
 		}
 	}
 	return files, problems

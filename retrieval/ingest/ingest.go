@@ -37,12 +37,20 @@ type Config struct {
 	// Progress, when set, is called after every batch and every file,
 	// on the goroutine that called Run.
 	Progress func(Progress)
+	// Limits bound what one file may cost to read; zero means defaults.
+	Limits Limits
+	// AppendOnly writes chunks with Backend.Index even when the backend
+	// is a retrieval.DocumentStore. By default such a backend gets each
+	// document whole through ReplaceBatch, so a re-indexed document that
+	// now has fewer chunks loses the old ones, atomically.
+	AppendOnly bool
 }
 
 func (c *Config) setDefaults() {
 	if c.BatchSize <= 0 {
 		c.BatchSize = 64
 	}
+	c.Limits.setDefaults()
 }
 
 // Validate reports every problem with the configuration.
@@ -77,6 +85,35 @@ type Problem struct {
 	// Line is the 1-based line of a JSONL record; 0 for a whole file.
 	Line   int    `json:"line,omitempty"`
 	Reason string `json:"reason"`
+	// Code says what kind of problem it is: one of the Code constants.
+	Code string `json:"code,omitempty"`
+}
+
+// Err is the problem as an error: a *FileError wrapping the sentinel of
+// its Code (ErrTooLarge, ErrCorrupt, …), so errors.Is works on it.
+func (p Problem) Err() error {
+	kind := sentinels[p.Code]
+	if kind == nil {
+		kind = errProblem
+	}
+	file := p.File
+	if p.Line > 0 {
+		file += ":" + strconv.Itoa(p.Line)
+	}
+	return &FileError{File: file, Reason: p.Reason, Kind: kind}
+}
+
+// errProblem is the kind of a problem with no sentinel of its own (a bad
+// JSONL line, a file that could not be opened).
+var errProblem = errors.New("ingest: problem")
+
+// problemOf turns a per-file error into a Problem.
+func problemOf(file string, err error) Problem {
+	var fe *FileError
+	if errors.As(err, &fe) {
+		return Problem{File: file, Reason: fe.Reason, Code: fe.Code()}
+	}
+	return Problem{File: file, Reason: err.Error(), Code: CodeIO}
 }
 
 // String is "file:line: reason", or "file: reason" for a whole file.
@@ -102,11 +139,22 @@ type Summary struct {
 	Duration  time.Duration `json:"duration_ns"`
 }
 
+// Err is every problem of the run joined (each a *FileError), or nil.
+func (s Summary) Err() error {
+	errs := make([]error, len(s.Errors))
+	for i, p := range s.Errors {
+		errs[i] = p.Err()
+	}
+	return errors.Join(errs...)
+}
+
 // Ingester writes documents into one tenant's index. It is not safe for
 // concurrent use: run one at a time per journal.
 type Ingester struct {
-	cfg     Config
-	chunker *retrieval.Chunker
+	cfg      Config
+	chunker  *retrieval.Chunker
+	maxChars int
+	store    retrieval.DocumentStore // nil: write with Index
 }
 
 // New returns an Ingester for cfg after applying its defaults.
@@ -119,12 +167,20 @@ func New(cfg Config) (*Ingester, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	return &Ingester{cfg: cfg, chunker: ch}, nil
+	in := &Ingester{cfg: cfg, chunker: ch, maxChars: cfg.Chunker.MaxChars}
+	if in.maxChars == 0 {
+		in.maxChars = 800 // the chunker's default
+	}
+	if d, ok := cfg.Backend.(retrieval.DocumentStore); ok && !cfg.AppendOnly {
+		in.store = d
+	}
+	return in, nil
 }
 
 // Run indexes the files at paths (files, or directories walked
-// recursively for .md, .markdown, .txt and .jsonl files; hidden entries
-// are skipped). It returns the summary so far together with any error
+// recursively for files of a known extension — see Formats; hidden
+// entries are skipped). A file named explicitly is read whatever its
+// extension, its format sniffed from its content. It returns the summary so far together with any error
 // that stopped it: the context's, the backend's or the journal's.
 func (in *Ingester) Run(ctx context.Context, paths ...string) (Summary, error) {
 	start := time.Now()
@@ -170,6 +226,58 @@ func (in *Ingester) JSONL(ctx context.Context, name string, src io.Reader) (Summ
 	r.prog.Files = 1
 	r.report("")
 	return r.summary(start), err
+}
+
+// File is one file given in memory, e.g. an upload.
+type File struct {
+	// Name is the file's name; its extension and its content decide the
+	// format (Detect). Required.
+	Name string
+	// ID is the document id; default Name. A JSONL file's documents keep
+	// their own ids.
+	ID string
+	// Data is the file's content.
+	Data []byte
+	// Metadata is added to every chunk of the file's document(s), under
+	// the file's own (a JSONL record's metadata wins over it).
+	Metadata map[string]any
+}
+
+// Files indexes files given in memory, one document each (a JSONL file
+// one per line), exactly as Run does files on disk but with no journal:
+// each file's problem is reported in the Summary and the others are
+// indexed. It returns the summary so far and any error that stopped it
+// (the context's or the backend's).
+func (in *Ingester) Files(ctx context.Context, files ...File) (Summary, error) {
+	start := time.Now()
+	r := &runner{in: in, ctx: ctx, seen: map[string]string{}, journal: &journal{}}
+	for _, f := range files {
+		r.prog.FilesTotal++
+		r.prog.BytesTotal += int64(len(f.Data))
+	}
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return r.summary(start), err
+		}
+		id := f.ID
+		if id == "" {
+			id = f.Name
+		}
+		fe := fileEntry{path: f.Name, rel: id, display: f.Name, size: int64(len(f.Data)), meta: f.Metadata}
+		r.sum.Files++
+		r.cur, r.base = fe.display, r.prog.Bytes
+		if err := r.read(fe, f.Data, 0, entry{Path: f.Name}); err != nil {
+			return r.summary(start), err
+		}
+		r.prog.Files++
+		r.prog.Bytes = r.base + fe.size
+		r.report(fe.display)
+	}
+	if err := r.flush(true); err != nil {
+		return r.summary(start), err
+	}
+	r.report("")
+	return r.summary(start), nil
 }
 
 func displayPath(p string) string { return filepath.ToSlash(p) }

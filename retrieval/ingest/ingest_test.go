@@ -95,17 +95,17 @@ func TestRunReadsEveryKindAndReportsBadLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Files != 3 || sum.Documents != 4 || sum.Skipped != 0 {
-		t.Errorf("summary %+v: want 3 files, 4 documents (guide, todo, r1, r4), 0 skipped", sum)
+	if sum.Files != 4 || sum.Documents != 4 || sum.Skipped != 0 {
+		t.Errorf("summary %+v: want 4 files, 4 documents (guide, todo, r1, r4), 0 skipped", sum)
 	}
 	jl := filepath.ToSlash(filepath.Join(dir, "docs.jsonl"))
 	wantErrs := []string{
-		filepath.ToSlash(filepath.Join(dir, "notes", "skip.pdf")) + ": unsupported file type (want .md, .markdown, .txt or .jsonl)",
 		filepath.ToSlash(filepath.Join(dir, "missing.md")) + ": stat: no such file or directory",
 		jl + ":2: /text: required property is missing",
 		jl + ":3: not valid JSON: ",
 		jl + ":5: duplicate document id \"r1\" (first at " + jl + ":1)",
 		jl + ":6: /extra: property \"extra\" is not allowed here",
+		filepath.ToSlash(filepath.Join(dir, "notes", "skip.pdf")) + ": named .pdf but the content is text, not pdf",
 	}
 	if len(sum.Errors) != len(wantErrs) {
 		t.Fatalf("errors %q, want %q", sum.Errors, wantErrs)
@@ -139,7 +139,7 @@ func TestRunReadsEveryKindAndReportsBadLines(t *testing.T) {
 		t.Errorf("r1#0 = %+v: want date, metadata and source kept", r1)
 	}
 	last := progress[len(progress)-1]
-	if last.Files != 3 || last.FilesTotal != 3 || last.Bytes != last.BytesTotal || last.Chunks != len(chunks) || last.Errors != len(wantErrs) {
+	if last.Files != 4 || last.FilesTotal != 4 || last.Bytes != last.BytesTotal || last.Chunks != len(chunks) || last.Errors != len(wantErrs) {
 		t.Errorf("last progress %+v: want every file and byte done", last)
 	}
 	for i := 1; i < len(progress); i++ {

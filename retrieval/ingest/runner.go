@@ -10,8 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"path"
 	"strings"
 	"time"
 
@@ -32,6 +32,12 @@ type mark struct {
 	e   entry
 }
 
+// span is a buffered document: its chunks end at buf[end].
+type span struct {
+	id  string
+	end int
+}
+
 // runner is the state of one run.
 type runner struct {
 	in      *Ingester
@@ -41,6 +47,7 @@ type runner struct {
 	prog    Progress
 	seen    map[string]string // document id → where it was first seen
 	buf     []retrieval.Chunk
+	docs    []span // the buffered documents, in order
 	marks   []mark
 	cur     string // the file being read, for progress
 	base    int64  // bytes of the files before it
@@ -73,9 +80,17 @@ func (r *runner) report(file string) {
 
 // file reads one file, resuming or skipping it as the journal says.
 func (r *runner) file(f fileEntry) error {
+	lim := r.in.cfg.Limits
+	if f.size > lim.MaxFileBytes {
+		r.problem(Problem{File: f.display, Code: CodeTooLarge,
+			Reason: fmt.Sprintf("%d bytes, over the limit of %d", f.size, lim.MaxFileBytes)})
+		r.prog.Files++
+		r.prog.Bytes += f.size
+		return nil
+	}
 	data, err := os.ReadFile(f.path)
 	if err != nil {
-		r.problem(Problem{File: f.display, Reason: unwrapPath(err)})
+		r.problem(Problem{File: f.display, Reason: unwrapPath(err), Code: CodeIO})
 		r.prog.Files++
 		return nil
 	}
@@ -84,27 +99,20 @@ func (r *runner) file(f fileEntry) error {
 		Size: f.size, MTime: f.mtime, SHA256: hex.EncodeToString(sum[:])}
 	from := 0
 	if prev, ok := r.journal.lookup(f.abs); ok && prev.SHA256 == e.SHA256 && prev.Size == int64(len(data)) {
-		if prev.Done {
+		if prev.Done && r.stillThere(f) {
 			r.sum.Skipped++
 			r.prog.Files++
 			r.prog.Bytes += f.size
 			r.report(f.display)
 			return nil
 		}
-		from = prev.Line
+		if !prev.Done {
+			from = prev.Line
+		}
 	}
 	r.sum.Files++
 	r.cur, r.base = f.display, r.prog.Bytes
-	switch kindOf(f.path) {
-	case kindJSONL:
-		if err := r.jsonl(f, bytes.NewReader(data), from, e); err != nil {
-			return err
-		}
-	default:
-		r.textFile(f, string(data))
-	}
-	e.Done = true
-	if err := r.add(nil, e); err != nil {
+	if err := r.read(f, data, from, e); err != nil {
 		return err
 	}
 	r.prog.Files++
@@ -113,23 +121,59 @@ func (r *runner) file(f fileEntry) error {
 	return nil
 }
 
-// textFile makes one document of a Markdown or text file. A leading
-// "# Title" line of a Markdown file is its title; else the file name is.
-func (r *runner) textFile(f fileEntry, text string) {
-	title := strings.TrimSuffix(path.Base(f.rel), path.Ext(f.rel))
-	if kindOf(f.path) == kindMarkdown {
-		trimmed := strings.TrimLeft(text, " \t\r\n\ufeff")
-		first, rest, _ := strings.Cut(trimmed, "\n")
-		if h, ok := strings.CutPrefix(strings.TrimSpace(first), "# "); ok && strings.TrimSpace(h) != "" {
-			title, text = strings.TrimSpace(strings.TrimRight(h, "#")), rest
+// stillThere reports whether a file the journal has as done still has
+// its document in the index: one deleted since (through a DocumentStore)
+// is read again. A JSONL file's documents are not checked (there may be
+// millions); a backend that is not a DocumentStore is trusted.
+func (r *runner) stillThere(f fileEntry) bool {
+	if r.in.store == nil || FormatOf(f.path) == FormatJSONL {
+		return true
+	}
+	_, err := r.in.store.Document(r.ctx, r.in.cfg.Tenant, f.rel)
+	return !errors.Is(err, retrieval.ErrNotFound)
+}
+
+// read indexes one file's content from JSONL line from on, and queues
+// the journal entry e (with Done set) to hold once its chunks are
+// written. A file that cannot be read is a problem, not an error.
+func (r *runner) read(f fileEntry, data []byte, from int, e entry) error {
+	format, err := Detect(f.path, data)
+	if err == nil && format == FormatJSONL {
+		if err := checkUTF8(f.display, format, data); err != nil {
+			r.problem(problemOf(f.display, err))
+		} else if err := r.jsonl(f, bytes.NewReader(data), from, e); err != nil {
+			return err
+		}
+	} else {
+		ex, err := Extract(f.path, data, r.in.cfg.Limits)
+		if err != nil {
+			r.problem(problemOf(f.display, err))
+		} else {
+			r.extracted(f, ex)
 		}
 	}
-	doc := retrieval.Document{ID: f.rel, Title: title, Text: text, Source: f.display,
-		Metadata: map[string]any{"path": f.rel}}
+	e.Done = true
+	return r.add(nil, e)
+}
+
+// extracted makes one document of a file that is not JSONL: its id is
+// the path relative to the directory given, its title the extraction's
+// or the file name.
+func (r *runner) extracted(f fileEntry, ex Extracted) {
+	title := ex.Title
+	if title == "" {
+		title = baseTitle(f.rel)
+	}
+	md := maps.Clone(f.meta)
+	if md == nil {
+		md = map[string]any{}
+	}
+	md["path"] = f.rel
+	doc := retrieval.Document{ID: f.rel, Title: title, Source: f.display, Metadata: md}
 	if !r.unique(doc.ID, f.display, 0) {
 		return
 	}
-	r.buffer(r.in.chunker.Chunk(doc))
+	r.buffer(doc.ID, Chunks(r.in.chunker, r.in.maxChars, doc, ex))
 }
 
 // unique records id as seen at file:line, or reports it as a duplicate.
@@ -137,7 +181,7 @@ func (r *runner) unique(id, file string, line int) bool {
 	where := Problem{File: file, Line: line}.String()
 	where = strings.TrimSuffix(where, ": ")
 	if first, dup := r.seen[id]; dup {
-		r.problem(Problem{File: file, Line: line, Reason: fmt.Sprintf("duplicate document id %q (first at %s)", id, first)})
+		r.problem(Problem{File: file, Line: line, Reason: fmt.Sprintf("duplicate document id %q (first at %s)", id, first), Code: CodeInvalid})
 		return false
 	}
 	r.seen[id] = where
@@ -185,7 +229,7 @@ func (r *runner) jsonl(f fileEntry, src io.Reader, from int, e ...entry) error {
 		if errors.Is(err, bufio.ErrTooLong) {
 			reason = fmt.Sprintf("line longer than %d bytes; the rest of the file is not read", maxLine)
 		}
-		r.problem(Problem{File: f.display, Line: n + 1, Reason: reason})
+		r.problem(Problem{File: f.display, Line: n + 1, Reason: reason, Code: CodeInvalid})
 	}
 	return nil
 }
@@ -195,7 +239,7 @@ func (r *runner) line(f fileEntry, n int, line []byte) {
 	if err := schemas.Validate(RecordSchema, line); err != nil {
 		var ve *schemas.ValidationError
 		if !errors.As(err, &ve) {
-			r.problem(Problem{File: f.display, Line: n, Reason: err.Error()})
+			r.problem(Problem{File: f.display, Line: n, Reason: err.Error(), Code: CodeInvalid})
 			return
 		}
 		parts := make([]string, len(ve.Problems))
@@ -205,25 +249,31 @@ func (r *runner) line(f fileEntry, n int, line []byte) {
 				parts[i] = p.Pointer + ": " + p.Message
 			}
 		}
-		r.problem(Problem{File: f.display, Line: n, Reason: strings.Join(parts, "; ")})
+		r.problem(Problem{File: f.display, Line: n, Reason: strings.Join(parts, "; "), Code: CodeInvalid})
 		return
 	}
 	var rec record
 	if err := json.Unmarshal(line, &rec); err != nil {
-		r.problem(Problem{File: f.display, Line: n, Reason: err.Error()})
+		r.problem(Problem{File: f.display, Line: n, Reason: err.Error(), Code: CodeInvalid})
 		return
 	}
 	if !r.unique(rec.ID, f.display, n) {
 		return
 	}
-	doc := retrieval.Document{ID: rec.ID, Title: rec.Title, Text: rec.Text, Source: f.display, Metadata: rec.Metadata}
-	r.buffer(r.in.chunker.Chunk(doc))
+	md := rec.Metadata
+	if len(f.meta) > 0 {
+		md = maps.Clone(f.meta)
+		maps.Copy(md, rec.Metadata)
+	}
+	doc := retrieval.Document{ID: rec.ID, Title: rec.Title, Text: rec.Text, Source: f.display, Metadata: md}
+	r.buffer(doc.ID, r.in.chunker.Chunk(doc))
 }
 
 // buffer queues a document's chunks for the next batch.
-func (r *runner) buffer(chunks []retrieval.Chunk) {
+func (r *runner) buffer(docID string, chunks []retrieval.Chunk) {
 	r.sum.Documents++
 	r.buf = append(r.buf, chunks...)
+	r.docs = append(r.docs, span{id: docID, end: len(r.buf)})
 }
 
 // add queues chunks and a journal entry that holds once they are
@@ -235,13 +285,35 @@ func (r *runner) add(chunks []retrieval.Chunk, e entry) error {
 }
 
 // flush writes full batches, or everything when all is set, and journals
-// the entries that then hold.
+// the entries that then hold. With a DocumentStore a batch ends at a
+// document's end (a document is never split between two calls, so its
+// replacement stays atomic) and a document with no chunks is written
+// too: its replacement by nothing deletes what an earlier run indexed.
 func (r *runner) flush(all bool) error {
 	size := r.in.cfg.BatchSize
-	for len(r.buf) >= size || (all && len(r.buf) > 0) {
+	for (len(r.buf) >= size || (all && len(r.buf) > 0)) || (r.in.store != nil && (len(r.docs) >= size || (all && len(r.docs) > 0))) {
 		n := min(size, len(r.buf))
-		if err := r.in.cfg.Backend.Index(r.ctx, r.in.cfg.Tenant, r.buf[:n]); err != nil {
-			return fmt.Errorf("ingest: index %d chunks for tenant %s: %w", n, r.in.cfg.Tenant, err)
+		if r.in.store != nil {
+			d := 0 // documents in the batch
+			for d < len(r.docs) && (d == 0 || r.docs[d-1].end < n) && d < size {
+				d++
+			}
+			n = r.docs[d-1].end
+			for d < len(r.docs) && d < size && r.docs[d].end == n {
+				d++ // documents with no chunks right after
+			}
+			if err := r.in.store.ReplaceBatch(r.ctx, r.in.cfg.Tenant, r.versions(d)); err != nil {
+				return fmt.Errorf("ingest: replace %d documents (%d chunks) for tenant %s: %w", d, n, r.in.cfg.Tenant, err)
+			}
+			r.docs = append(r.docs[:0:0], r.docs[d:]...)
+			for i := range r.docs {
+				r.docs[i].end -= n
+			}
+		} else {
+			if err := r.in.cfg.Backend.Index(r.ctx, r.in.cfg.Tenant, r.buf[:n]); err != nil {
+				return fmt.Errorf("ingest: index %d chunks for tenant %s: %w", n, r.in.cfg.Tenant, err)
+			}
+			r.docs = r.docs[:0]
 		}
 		r.buf = append(r.buf[:0:0], r.buf[n:]...)
 		r.sum.Chunks += n
@@ -251,6 +323,17 @@ func (r *runner) flush(all bool) error {
 		r.report("")
 	}
 	return r.commit(0)
+}
+
+// versions is the first d buffered documents with their chunks.
+func (r *runner) versions(d int) []retrieval.Version {
+	out := make([]retrieval.Version, d)
+	start := 0
+	for i, s := range r.docs[:d] {
+		out[i] = retrieval.Version{DocID: s.id, Chunks: r.buf[start:s.end]}
+		start = s.end
+	}
+	return out
 }
 
 // commit journals the marks whose chunks are written (end ≤ n, the number
