@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+)
+
+// ptyRun is the agentbus binary running on a pseudo-terminal.
+type ptyRun struct {
+	cmd  *exec.Cmd
+	tty  *os.File
+	mu   sync.Mutex
+	raw  bytes.Buffer
+	more chan struct{} // a signal per read
+	done chan struct{} // the process ended and its output was read
+}
+
+func startPTY(t *testing.T, cols, rows uint16, args ...string) *ptyRun {
+	t.Helper()
+	cmd := exec.Command(agentbusBinary(t), args...)
+	cmd.Env = append(os.Environ(), "TERM=xterm-256color", "COLORTERM=", "NO_COLOR=")
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: cols, Rows: rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &ptyRun{cmd: cmd, tty: tty, more: make(chan struct{}, 1), done: make(chan struct{})}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := tty.Read(buf)
+			r.mu.Lock()
+			r.raw.Write(buf[:n])
+			r.mu.Unlock()
+			select {
+			case r.more <- struct{}{}:
+			default:
+			}
+			if err != nil { // EIO once the process closed its side
+				return
+			}
+		}
+	}()
+	go func() { _ = cmd.Wait(); <-read; close(r.done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-r.done
+		_ = tty.Close()
+		if t.Failed() {
+			t.Logf("screen output of %v:\n%s", args, r.text())
+		}
+	})
+	return r
+}
+
+func (r *ptyRun) output() string { r.mu.Lock(); defer r.mu.Unlock(); return r.raw.String() }
+
+// text is the output without escape sequences and carriage returns.
+func (r *ptyRun) text() string {
+	return strings.ReplaceAll(ansi.Strip(r.output()), "\r", "")
+}
+
+// waitText waits until the output (as text) matches re.
+func (r *ptyRun) waitText(t *testing.T, re *regexp.Regexp) {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for !re.MatchString(r.text()) {
+		select {
+		case <-r.more:
+		case <-r.done:
+			if !re.MatchString(r.text()) {
+				t.Fatalf("exited without showing %s", re)
+			}
+			return
+		case <-deadline:
+			t.Fatalf("%s not shown within 60s", re)
+		}
+	}
+}
+
+// wait waits for the process to end and returns its exit status.
+func (r *ptyRun) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-r.done:
+		return r.cmd.ProcessState.ExitCode()
+	case <-time.After(60 * time.Second):
+		t.Fatal("still running after 60s")
+		return -1
+	}
+}
+
+// finalScreen is what was printed from the last header on: the screen
+// the live view leaves behind.
+func (r *ptyRun) finalScreen(t *testing.T) string {
+	t.Helper()
+	out := r.text()
+	i := strings.LastIndex(out, "agentbus workflow ")
+	if i < 0 {
+		t.Fatal("no header printed")
+	}
+	return out[i:]
+}
+
+// cookedMode reports whether the terminal is in canonical (cooked) mode:
+// how it was before the live view and must be again after it.
+func cookedMode(t *testing.T, tty *os.File) bool {
+	t.Helper()
+	tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tio.Lflag&unix.ICANON != 0 && tio.Lflag&unix.ECHO != 0
+}
+
+func tempFile(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var stepLine = regexp.MustCompile(`(?m)^[│├└─ ]*(\S) ([A-D]) .*$`)
+
+// TestTUIAskInAPseudoTerminal runs `agentbus ask` on a terminal: the live
+// view shows the running step, and the screen left behind shows every
+// step completed and the answer; `watch` of the same workflow (from the
+// start, and from an offset, where the states come from the checkpoint)
+// ends on the same screen.
+func TestTUIAskInAPseudoTerminal(t *testing.T) {
+	s := startServe(t, t.TempDir())
+	plan := tempFile(t, "plan.json", `{"steps":[{"id":"A","capability":"echo","input":"a"},
+		{"id":"B","capability":"sleep","input":{"ms":400},"depends_on":["A"]},{"id":"C","capability":"echo","depends_on":["A"]},
+		{"id":"D","capability":"echo","depends_on":["B","C"]}]}`)
+	r := startPTY(t, 100, 40, "ask", "--url", s.info.HTTPURL, "--plan", plan, "pty diamond")
+	r.waitText(t, regexp.MustCompile(`B\s+sleep\s+running`))
+	if cookedMode(t, r.tty) {
+		t.Error("the terminal is not in raw mode while the live view runs")
+	}
+	if code := r.wait(t); code != exitCompleted {
+		t.Fatalf("ask exit %d", code)
+	}
+	if !cookedMode(t, r.tty) {
+		t.Error("the terminal was not restored")
+	}
+	if out := r.output(); strings.LastIndex(out, "\x1b[?25h") < strings.LastIndex(out, "\x1b[?25l") {
+		t.Error("the cursor was left hidden")
+	}
+	final := r.finalScreen(t)
+	wf := regexp.MustCompile(`agentbus workflow (\S+)`).FindStringSubmatch(final)[1]
+	checkFinal := func(t *testing.T, final string) {
+		t.Helper()
+		lines := stepLine.FindAllStringSubmatch(final, -1)
+		if len(lines) != 4 {
+			t.Fatalf("%d step lines in the final screen, want 4:\n%s", len(lines), final)
+		}
+		for _, l := range lines {
+			if l[1] != "✓" || !strings.Contains(l[0], "completed") {
+				t.Errorf("step %s not shown completed: %q", l[2], l[0])
+			}
+		}
+		for _, want := range []string{"stage 2 · 2 in parallel", "← B, C", "Result", `"step_id": "D"`, `"slept_ms": 400`, "✓ completed in"} {
+			if !strings.Contains(final, want) {
+				t.Errorf("final screen lacks %q:\n%s", want, final)
+			}
+		}
+	}
+	checkFinal(t, final)
+
+	last, _ := strconv.Atoi(regexp.MustCompile(`last offset (\d+)`).FindStringSubmatch(final)[1])
+	for _, from := range []string{"0", strconv.Itoa(last - 3)} {
+		t.Run("watch from "+from, func(t *testing.T) {
+			r := startPTY(t, 100, 40, "watch", "--url", s.info.HTTPURL, "--from", from, wf)
+			if code := r.wait(t); code != exitCompleted {
+				t.Fatalf("watch exit %d", code)
+			}
+			checkFinal(t, r.finalScreen(t))
+		})
+	}
+}
+
+// TestTUIAskCtrlC: Ctrl-C in the live view stops following (exit status
+// 3, as before), says how to pick it up again, and restores the terminal.
+func TestTUIAskCtrlC(t *testing.T) {
+	s := startServe(t, t.TempDir())
+	plan := tempFile(t, "plan.json", `{"steps":[{"id":"A","capability":"sleep","input":{"ms":60000}},{"id":"B","capability":"echo","depends_on":["A"]}]}`)
+	r := startPTY(t, 100, 30, "ask", "--url", s.info.HTTPURL, "--plan", plan, "long")
+	r.waitText(t, regexp.MustCompile(`A\s+sleep\s+running`))
+	if _, err := r.tty.Write([]byte{3}); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t); code != exitUsage {
+		t.Fatalf("exit %d after ctrl-c, want %d", code, exitUsage)
+	}
+	if !cookedMode(t, r.tty) {
+		t.Error("the terminal was not restored")
+	}
+	final := r.finalScreen(t)
+	wf := regexp.MustCompile(`agentbus workflow (\S+)`).FindStringSubmatch(final)[1]
+	if !strings.Contains(final, "stopped following") || !strings.Contains(final, "agentbus watch "+wf) ||
+		!strings.Contains(final, "context canceled") {
+		t.Errorf("final screen after ctrl-c:\n%s", final)
+	}
+	if code, out, _ := cli(t, "cancel", "--url", s.info.HTTPURL, wf); code != exitCompleted {
+		t.Errorf("cancel: exit %d %s", code, out)
+	}
+}
+
+// TestTUIPlainOnATerminal: --plain on a terminal prints one line per
+// event as a pipe gets them, with no escape sequence.
+func TestTUIPlainOnATerminal(t *testing.T) {
+	s := startServe(t, t.TempDir())
+	r := startPTY(t, 100, 30, "ask", "--plain", "--url", s.info.HTTPURL, "--plan", writePlan(t), "chain")
+	if code := r.wait(t); code != exitCompleted {
+		t.Fatalf("exit %d", code)
+	}
+	out := r.output()
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("escape sequences in --plain output: %q", out)
+	}
+	lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(out, "\r", "")), "\n")
+	if !regexp.MustCompile(`^workflow \S+ \(tenant default\)$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^\[\s*\d+\] status\s+submitted: workflow accepted`).MatchString(lines[1]) ||
+		!allEventLines(lines) || !strings.Contains(out, "] complete ") {
+		t.Errorf("not the line-per-event output:\n%s", out)
+	}
+}
+
+// allEventLines reports whether every line after the first is an event's
+// or the indented result's.
+func allEventLines(lines []string) bool {
+	for _, l := range lines[1:] {
+		if !strings.HasPrefix(l, "[") && !strings.HasPrefix(l, "       ") {
+			return false
+		}
+	}
+	return true
+}
