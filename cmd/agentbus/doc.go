@@ -1,9 +1,10 @@
 // Command agentbus runs agentbus and talks to it.
 //
 //	agentbus serve                      # embedded NATS + orchestrator + echo agent + HTTP gateway
-//	agentbus ask "what is NATS?"        # submit a workflow, print its events live
+//	agentbus ask "what is NATS?"        # submit a workflow, follow it live (a live view on a terminal, tui*.go)
 //	agentbus ask --plan plan.json "q"   # submit an explicit plan
 //	agentbus watch WORKFLOW --from 12   # replay a workflow's events after offset 12, then follow
+//	agentbus ask --plain "q"            # one line per event even on a terminal (as piped; --json: JSON lines)
 //	agentbus version                    # version, commit, Go and embedded nats-server versions
 //
 // Every flag can also be set from the environment as AGENTBUS_<FLAG>, with

@@ -162,7 +162,7 @@ func renderTree(v *workflowView, o renderOpts) []string {
 			done++
 		}
 	}
-	title := st.section.Render("Plan") + st.dim.Render(fmt.Sprintf("  %d/%d steps settled", done, len(v.Steps)))
+	title := st.section.Render("Plan") + st.dim.Render(fmt.Sprintf("  %d/%d done", done, len(v.Steps)))
 	if len(v.Stages) > 0 {
 		title += st.dim.Render(fmt.Sprintf(" · %d stages", len(v.Stages)))
 	}
