@@ -251,3 +251,39 @@ func allEventLines(lines []string) bool {
 	}
 	return true
 }
+
+// TestTUIApprovalAndResize: the live view shows a step awaiting approval
+// with the command that decides it; a resize of the terminal redraws at
+// the new width, and the final screen is cut to it.
+func TestTUIApprovalAndResize(t *testing.T) {
+	s := startServe(t, t.TempDir())
+	plan := tempFile(t, "plan.json", `{"steps":[{"id":"A","capability":"echo","input":"a"},
+		{"id":"R","capability":"echo","requires_approval":true,"depends_on":["A"]},{"id":"S","capability":"echo","depends_on":["R"]}]}`)
+	r := startPTY(t, 120, 40, "ask", "--url", s.info.HTTPURL, "--plan", plan, "approval")
+	r.waitText(t, regexp.MustCompile(`agentbus approve (\S+) --step R \(or --reject\)`))
+	wf := regexp.MustCompile(`agentbus approve (\S+) --step R`).FindStringSubmatch(r.text())[1]
+	if strings.Contains(r.text(), "…") {
+		t.Fatal("lines cut at 120 columns")
+	}
+	if err := pty.Setsize(r.tty, &pty.Winsize{Cols: 50, Rows: 40}); err != nil {
+		t.Fatal(err)
+	}
+	r.waitText(t, regexp.MustCompile(`…`)) // the header no longer fits
+	if code, out, _ := cli(t, "approve", "--url", s.info.HTTPURL, "--step", "R", wf); code != exitCompleted {
+		t.Fatalf("approve: exit %d %s", code, out)
+	}
+	if code := r.wait(t); code != exitCompleted {
+		t.Fatalf("ask exit %d", code)
+	}
+	final := r.finalScreen(t)
+	for _, l := range strings.Split(strings.TrimSpace(final), "\n") {
+		if w := ansi.StringWidth(l); w > 50 {
+			t.Errorf("final line %d wide after the resize to 50: %q", w, l)
+		}
+	}
+	for _, want := range []string{"✓ R", "✓ S", "✓ completed"} {
+		if !strings.Contains(final, want) {
+			t.Errorf("final screen lacks %q:\n%s", want, final)
+		}
+	}
+}
