@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
@@ -60,8 +61,39 @@ type EndpointStats struct {
 type Endpoint struct {
 	Name, Subject string
 	Metadata      map[string]string
-	// Handle answers a request; an error is sent as a micro error reply.
+	// Handle answers a request; an error is sent as a micro error reply
+	// (code 500, or a *ServiceError's own).
 	Handle func(ctx context.Context, request []byte) ([]byte, error)
+	// HandleSubject, when set instead of Handle, also gets the subject the
+	// request came on: an endpoint on a wildcard subject
+	// ("agentbus.*.documents.list") reads its tenant there.
+	HandleSubject func(ctx context.Context, subject string, request []byte) ([]byte, error)
+}
+
+// ServiceError is an endpoint's error with the code its micro error reply
+// carries (Nats-Service-Error-Code), and what Call returns for one.
+type ServiceError struct {
+	Code    int
+	Message string
+}
+
+func (e *ServiceError) Error() string { return fmt.Sprintf("%d: %s", e.Code, e.Message) }
+
+// Call sends request to a micro endpoint and returns its answer: a micro
+// error reply is a *ServiceError, no service listening is ErrNoResponder.
+func (b *Bus) Call(ctx context.Context, subject string, request []byte) ([]byte, error) {
+	resp, err := b.nc.RequestWithContext(ctx, subject, request)
+	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+		return nil, fmt.Errorf("%w on %s: %v", ErrNoResponder, subject, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bus: request %s: %w", subject, err)
+	}
+	if msg := resp.Header.Get(microErrorHeader); msg != "" {
+		code, _ := strconv.Atoi(resp.Header.Get(microErrorCodeHdr))
+		return nil, &ServiceError{Code: code, Message: msg}
+	}
+	return resp.Data, nil
 }
 
 // Service is a running micro service. Stop is safe to call twice.
@@ -128,8 +160,8 @@ func (c ServiceConfig) validate() error {
 		errs = append(errs, fmt.Errorf("bus: micro service %s version %q: want semver", c.Name, c.Version))
 	}
 	for _, e := range c.Endpoints {
-		if !microName.MatchString(e.Name) || e.Subject == "" || e.Handle == nil {
-			errs = append(errs, fmt.Errorf("bus: micro service %s endpoint %q: want a name matching %s, a subject and a handler", c.Name, e.Name, microName))
+		if !microName.MatchString(e.Name) || e.Subject == "" || (e.Handle == nil) == (e.HandleSubject == nil) {
+			errs = append(errs, fmt.Errorf("bus: micro service %s endpoint %q: want a name matching %s, a subject and one handler (Handle or HandleSubject)", c.Name, e.Name, microName))
 		}
 	}
 	return errors.Join(errs...)
@@ -156,11 +188,21 @@ func (s *Service) subscribe(nc *nats.Conn, subject, queue string, h nats.MsgHand
 func (s *Service) endpointHandler(ctx context.Context, e Endpoint) nats.MsgHandler {
 	return func(m *nats.Msg) {
 		start := time.Now()
-		out, err := e.Handle(ctx, m.Data)
+		var out []byte
+		var err error
+		if e.HandleSubject != nil {
+			out, err = e.HandleSubject(ctx, m.Subject, m.Data)
+		} else {
+			out, err = e.Handle(ctx, m.Data)
+		}
 		if err != nil {
+			code, msg := 500, err.Error()
+			if se := (*ServiceError)(nil); errors.As(err, &se) {
+				code, msg = se.Code, se.Message
+			}
 			reply := nats.NewMsg(m.Reply)
-			reply.Header.Set(microErrorHeader, err.Error())
-			reply.Header.Set(microErrorCodeHdr, "500")
+			reply.Header.Set(microErrorHeader, msg)
+			reply.Header.Set(microErrorCodeHdr, strconv.Itoa(code))
 			_ = m.RespondMsg(reply)
 		} else {
 			_ = m.Respond(out)

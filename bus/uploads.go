@@ -128,3 +128,25 @@ func (b *Bus) DeleteUpload(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// ListUploads returns the names of tenant's uploads waiting in the store.
+func (b *Bus) ListUploads(ctx context.Context, tenant string) ([]string, error) {
+	os, err := b.uploads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := os.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bus: list uploads: %w", err)
+	}
+	var names []string
+	for _, info := range infos {
+		if strings.HasPrefix(info.Name, tenant+"/") && !info.Deleted {
+			names = append(names, info.Name)
+		}
+	}
+	return names, nil
+}

@@ -160,7 +160,11 @@ func (g *Gateway) wrap(h http.Handler) http.Handler {
 		if !ok {
 			return
 		}
-		if !safeMethod(r.Method) && !jsonBody(w, r) {
+		body := jsonBody
+		if routeOf(h, r) == routeUpload {
+			body = uploadBody
+		}
+		if !safeMethod(r.Method) && !body(w, r) {
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -47,6 +47,8 @@ type Config struct {
 	WS   WSConfig
 	Auth AuthConfig
 	A2A  A2AConfig
+	// Documents bounds uploads to POST /v1/documents.
+	Documents DocumentsConfig
 	// CORS lets pages on other origins call the API; its origins are also
 	// allowed to open WebSockets.
 	CORS CORSConfig
@@ -82,6 +84,7 @@ func (c *Config) setDefaults() {
 	c.Auth.setDefaults()
 	c.A2A.setDefaults()
 	c.CORS.setDefaults()
+	c.Documents.setDefaults()
 	c.WS.OriginPatterns = slices.Concat(c.WS.OriginPatterns, c.CORS.wsOriginPatterns()) // never into the caller's array
 }
 
@@ -100,7 +103,7 @@ func (c Config) Validate() error {
 	if c.KeepAlive < time.Second {
 		errs = append(errs, fmt.Errorf("gateway: keepalive %s is below 1s", c.KeepAlive))
 	}
-	errs = append(errs, c.WS.Validate(), c.Auth.Validate(), c.A2A.Validate(), c.CORS.Validate())
+	errs = append(errs, c.WS.Validate(), c.Auth.Validate(), c.A2A.Validate(), c.CORS.Validate(), c.Documents.Validate())
 	return errors.Join(errs...)
 }
 
@@ -189,6 +192,7 @@ func (g *Gateway) routes() {
 	g.routesA2A()
 	g.routesAuth()
 	g.routesTenantFeed()
+	g.routesDocuments()
 	g.routesDashboard()
 }
 

@@ -74,16 +74,24 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request) {
 // reservedWorkflowID is a path of its own under /v1/workflows.
 const reservedWorkflowID = "events"
 
-// start publishes a submission for a new workflow (id generated if empty),
-// waits until an orchestrator recorded it, and answers 202.
+// start submits a new workflow (see submitWorkflow) and answers 202.
 func (g *Gateway) start(w http.ResponseWriter, r *http.Request, tenant, workflow string, sub events.WorkflowSubmitted) {
+	if resp, ok := g.submitWorkflow(w, r, tenant, workflow, sub); ok {
+		writeJSON(w, http.StatusAccepted, resp)
+	}
+}
+
+// submitWorkflow publishes a submission for a new workflow (id generated
+// if empty) and waits until an orchestrator recorded it; on a failure it
+// answers the request itself and reports false.
+func (g *Gateway) submitWorkflow(w http.ResponseWriter, r *http.Request, tenant, workflow string, sub events.WorkflowSubmitted) (SubmitResponse, bool) {
 	if workflow == "" {
 		workflow = newWorkflowID()
 	}
 	key, _ := subjects.CheckpointKey(tenant, workflow)
 	if _, err := g.checkpoints.Get(r.Context(), key); err == nil {
 		writeError(w, http.StatusConflict, apiError{Code: "exists", Message: fmt.Sprintf("workflow %q already exists", workflow)})
-		return
+		return SubmitResponse{}, false
 	}
 	subj, _ := subjects.Submit(tenant)
 	msgID := events.SubmitKey(tenant, workflow)
@@ -96,7 +104,7 @@ func (g *Gateway) start(w http.ResponseWriter, r *http.Request, tenant, workflow
 	if err != nil {
 		g.log.Error("submit", "tenant", tenant, "workflow", workflow, "err", err)
 		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: "could not store the submission: " + err.Error()})
-		return
+		return SubmitResponse{}, false
 	}
 	status := "accepted"
 	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.AcceptTimeout)
@@ -106,10 +114,10 @@ func (g *Gateway) start(w http.ResponseWriter, r *http.Request, tenant, workflow
 	}
 	evSubj, _ := subjects.Events(tenant, workflow)
 	base := "/v1/workflows/" + url.PathEscape(workflow)
-	writeJSON(w, http.StatusAccepted, SubmitResponse{
+	return SubmitResponse{
 		WorkflowID: workflow, TenantID: tenant, Status: status,
 		EventsURL: base + "/events", StateURL: base, EventsSubject: evSubj,
-	})
+	}, true
 }
 
 // newWorkflowID returns a time-ordered UUID (v7), a valid workflow token.

@@ -34,6 +34,17 @@ func Control(tenant, workflow string) (string, error) {
 	return join(tenant, "control", "workflow", workflow)
 }
 
+// Documents returns "agentbus.<tenant>.documents.<op>": the request
+// subject of a document operation (list, get, delete) on the tenant's
+// index, answered by the ingest agents.
+func Documents(tenant, op string) (string, error) {
+	return join(tenant, "documents", "operation", op)
+}
+
+// DocumentsFilter returns "agentbus.*.documents.<op>", what the ingest
+// agents listen on for every tenant.
+func DocumentsFilter(op string) string { return Root + ".*.documents." + op }
+
 // DeadLetter returns "agentbus.<tenant>.deadletter.<capability>".
 func DeadLetter(tenant, capability string) (string, error) {
 	return join(tenant, "deadletter", "capability", capability)
@@ -84,8 +95,8 @@ var ErrNotAgentbus = errors.New("subjects: not an agentbus subject")
 // Parsed is a subject split into its parts.
 type Parsed struct {
 	Tenant string
-	Kind   string // "workflow", "step", "reply", "events", "control", "deadletter"
-	Last   string // capability or workflow id; "submit" for submissions
+	Kind   string // "workflow", "step", "reply", "events", "control", "deadletter", "documents"
+	Last   string // capability, workflow id or document operation; "submit" for submissions
 }
 
 // Parse splits an agentbus subject and validates every token.
@@ -109,6 +120,10 @@ func Parse(subject string) (Parsed, error) {
 		}
 	case "reply", "events", "control":
 		if err := ValidWorkflow(p.Last); err != nil {
+			return Parsed{}, err
+		}
+	case "documents":
+		if err := check("operation", p.Last); err != nil {
 			return Parsed{}, err
 		}
 	default:

@@ -129,7 +129,7 @@ func newGateway() *cobra.Command {
 				return err
 			}
 			defer stopTracing()
-			g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: addr, Logger: log, Auth: auth.config(), WS: ws.config(), CORS: ws.cors(),
+			g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: addr, Logger: log, Auth: auth.config(), WS: ws.config(), CORS: ws.cors(), Documents: ws.documents(),
 				TracerProvider: tp})
 			if err != nil {
 				return &exitError{code: exitUsage, msg: err.Error()}

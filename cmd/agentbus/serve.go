@@ -203,7 +203,7 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 	if err != nil {
 		return err
 	}
-	g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: f.httpAddr, Logger: log, Auth: f.auth.config(), WS: f.ws.config(), CORS: f.ws.cors(),
+	g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: f.httpAddr, Logger: log, Auth: f.auth.config(), WS: f.ws.config(), CORS: f.ws.cors(), Documents: f.ws.documents(),
 		Metrics: metrics.gatherer(), TracerProvider: tp})
 	if err != nil {
 		return &exitError{code: exitUsage, msg: err.Error()}

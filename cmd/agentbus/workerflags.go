@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentbus/agentbus/agents/echo"
 	"github.com/agentbus/agentbus/agents/enhance"
 	"github.com/agentbus/agentbus/agents/entities"
+	"github.com/agentbus/agentbus/agents/ingest"
 	"github.com/agentbus/agentbus/agents/memory"
 	"github.com/agentbus/agentbus/agents/profiles"
 	"github.com/agentbus/agentbus/agents/routing"
@@ -31,7 +33,8 @@ import (
 // builtinNames are the capabilities of the agents this binary can run.
 func builtinNames() []string {
 	names := []string{echo.Capability, sleep.Capability, entities.Capability, enhance.Capability, profiles.Capability,
-		routing.Capability, search.Capability, compose.CapabilitySummarize, compose.CapabilityDetailedReport, memory.Capability}
+		routing.Capability, search.Capability, compose.CapabilitySummarize, compose.CapabilityDetailedReport, memory.Capability,
+		ingest.Capability}
 	sort.Strings(names)
 	return names
 }
@@ -60,7 +63,7 @@ type agentDeps struct {
 func builtinAgents(ctx context.Context, caps []string, d agentDeps) (list []agents.Agent, close func(), err error) {
 	var closers []func()
 	close = func() {
-		for _, c := range closers {
+		for _, c := range slices.Backward(closers) {
 			c()
 		}
 	}
@@ -72,6 +75,21 @@ func builtinAgents(ctx context.Context, caps []string, d agentDeps) (list []agen
 	var llmC agentkit.Completer
 	if d.chat != nil {
 		llmC = d.chat
+	}
+	// search and ingest share one backend: the embedded one is locked by
+	// the process that opens it.
+	var backend retrieval.Backend
+	openBackend := func() (retrieval.Backend, error) {
+		if backend != nil {
+			return backend, nil
+		}
+		b, err := d.backend()
+		if err != nil {
+			return nil, err
+		}
+		backend = b
+		closers = append(closers, func() { _ = b.Close() })
+		return b, nil
 	}
 	seen := map[string]bool{}
 	for _, c := range caps {
@@ -98,18 +116,21 @@ func builtinAgents(ctx context.Context, caps []string, d agentDeps) (list []agen
 			a, err = routing.New(routing.Config{LLM: llmC, Embedder: d.embedder})
 		case compose.CapabilitySummarize:
 			a, err = compose.New(compose.Config{LLM: llmC})
-		case search.Capability:
+		case search.Capability, ingest.Capability:
 			var b retrieval.Backend
-			if b, err = d.backend(); err != nil {
+			if b, err = openBackend(); err != nil {
 				if d.lenient {
-					d.log.Warn("not serving search: its index cannot be opened here (pass --capabilities to choose, or --index-dir / --search-backend vespa)", "err", err)
+					d.log.Warn("not serving "+c+": its index cannot be opened here (pass --capabilities to choose, or --index-dir / --search-backend vespa)", "err", err)
 					err = nil
 					continue
 				}
 				return nil, close, err
 			}
-			closers = append(closers, func() { _ = b.Close() })
-			a, err = search.New(search.Config{Backend: b})
+			if c == search.Capability {
+				a, err = search.New(search.Config{Backend: b})
+				break
+			}
+			a, err = ingestAgent(ctx, d, b, &closers)
 		case memory.Capability:
 			var kv *bus.KV
 			if kv, err = d.b.KV(ctx, subjects.BucketMemory); err != nil {
@@ -125,6 +146,25 @@ func builtinAgents(ctx context.Context, caps []string, d agentDeps) (list []agen
 		list = append(list, a)
 	}
 	return list, close, nil
+}
+
+// ingestAgent builds the ingest agent on the search backend and starts
+// the document operations it answers (list, get, delete).
+func ingestAgent(ctx context.Context, d agentDeps, b retrieval.Backend, closers *[]func()) (agents.Agent, error) {
+	store, err := retrieval.AsDocumentStore(b)
+	if err != nil {
+		return nil, err
+	}
+	a, err := ingest.New(ingest.Config{Bus: d.b, Store: store})
+	if err != nil {
+		return nil, err
+	}
+	svc, err := a.Serve(ctx, d.b)
+	if err != nil {
+		return nil, err
+	}
+	*closers = append(*closers, func() { _ = svc.Stop() })
+	return a, nil
 }
 
 // workerFlags are the flags of every command that runs agents.
