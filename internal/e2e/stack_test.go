@@ -29,20 +29,37 @@ type stack struct {
 	t    *testing.T
 	env  *bustest.Env
 	addr string // 127.0.0.1:PORT, fixed across restarts
-	gw   struct {
+	// tweak, if set, adjusts the gateway's config at every start.
+	tweak func(*gateway.Config)
+	gw    struct {
 		cancel context.CancelFunc
 		done   chan error
 	}
 }
 
-func startStack(t *testing.T) *stack {
+// stackOptions adjust startStackWith: agents served beside sleep and echo,
+// and a change to the gateway's configuration (tokens, say), applied at
+// every start.
+type stackOptions struct {
+	agents  []agents.Agent
+	gateway func(*gateway.Config)
+}
+
+func startStack(t *testing.T) *stack { return startStackWith(t, stackOptions{}) }
+
+func startStackWith(t *testing.T, opts stackOptions) *stack {
 	t.Helper()
-	env := bustest.New(t)
+	return startStackOn(t, bustest.New(t), opts)
+}
+
+// startStackOn is startStackWith on a given NATS server.
+func startStackOn(t *testing.T, env *bustest.Env, opts stackOptions) *stack {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	log := bustest.Logger(t)
-	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{sleep.Agent{}, echo.Agent{}}, Logger: log,
+	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: append([]agents.Agent{sleep.Agent{}, echo.Agent{}}, opts.agents...), Logger: log,
 		// A test that ends with a step still sleeping hands it back at once.
 		ShutdownGrace: time.Millisecond})
 	if err != nil {
@@ -58,7 +75,7 @@ func startStack(t *testing.T) *stack {
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = w.Run(ctx) }()
 	go func() { defer wg.Done(); _ = o.Run(ctx) }()
-	s := &stack{t: t, env: env, addr: "127.0.0.1:0"}
+	s := &stack{t: t, env: env, addr: "127.0.0.1:0", tweak: opts.gateway}
 	s.startGateway()
 	t.Cleanup(s.stopGateway)
 	return s
@@ -69,7 +86,11 @@ func startStack(t *testing.T) *stack {
 func (s *stack) startGateway() {
 	s.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	g, err := gateway.New(ctx, gateway.Config{Bus: s.env.Bus, Addr: s.addr, Logger: bustest.Logger(s.t)})
+	cfg := gateway.Config{Bus: s.env.Bus, Addr: s.addr, Logger: bustest.Logger(s.t)}
+	if s.tweak != nil {
+		s.tweak(&cfg)
+	}
+	g, err := gateway.New(ctx, cfg)
 	if err != nil {
 		cancel()
 		s.t.Fatal(err)
@@ -154,8 +175,13 @@ type event struct {
 // stored reads the workflow's events straight from JetStream, up to its
 // terminal one: what every client must have received, exactly once.
 func (s *stack) stored(ctx context.Context, workflow string) ([]event, error) {
+	return s.storedAs(ctx, gateway.DefaultTenant, workflow)
+}
+
+// storedAs is stored for a tenant's workflow.
+func (s *stack) storedAs(ctx context.Context, tenant, workflow string) ([]event, error) {
 	var out []event
-	err := s.env.Bus.Follow(ctx, gateway.DefaultTenant, workflow, 0, func(_ context.Context, r bus.Record) error {
+	err := s.env.Bus.Follow(ctx, tenant, workflow, 0, func(_ context.Context, r bus.Record) error {
 		out = append(out, event{Offset: r.Offset, Type: r.Envelope.Type.Short()})
 		if r.Envelope.Type.Terminal() {
 			return bus.ErrStop

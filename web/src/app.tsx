@@ -15,10 +15,10 @@ import { WorkflowsPage } from './pages/workflows';
 export interface Session {
   who: Whoami | null;
   /** reload asks the gateway again whom the token acts for. */
-  reload: () => void;
+  reload: () => Promise<void>;
 }
 
-export const SessionContext = createContext<Session>({ who: null, reload: () => {} });
+export const SessionContext = createContext<Session>({ who: null, reload: async () => {} });
 export const useSession = () => useContext(SessionContext);
 /** mayControl: show buttons that change state (not to viewers). */
 export const useMayControl = () => useSession().who?.may_control === true;
@@ -29,7 +29,7 @@ export function App() {
   const [needLogin, setNeedLogin] = useState(false);
   const [theme, setTheme] = useState<Theme>(loadTheme());
 
-  const reload = useCallback(() => {
+  const reload = useCallback(() =>
     get<Whoami>('/v1/whoami')
       .then((w) => {
         setWho(w);
@@ -38,9 +38,10 @@ export function App() {
       .catch((e) => {
         setWho(null);
         setNeedLogin(e instanceof ApiError && e.status === 401);
-      });
-  }, []);
-  useEffect(reload, [reload]);
+      }), []);
+  useEffect(() => {
+    reload();
+  }, [reload]);
   useEffect(() => {
     if (needLogin && path !== '/login') navigate('/login?next=' + encodeURIComponent(path), true);
   }, [needLogin, path]);

@@ -77,6 +77,8 @@ export interface Edge {
 }
 
 export interface Layout {
+  /** nodeWidth is the width every box has. */
+  nodeWidth: number;
   nodes: Box[];
   edges: Edge[];
   width: number;
@@ -133,5 +135,5 @@ export function layout(steps: PlanStep[], stages?: string[][], o: LayoutOptions 
       edges.push({ from: dep, to: s.id, d: `M${x1},${y1} ${run}C${mx},${y1} ${mx},${y2} ${x2},${y2}` });
     }
   }
-  return { nodes, edges, width, height };
+  return { nodeWidth: o.nodeWidth, nodes, edges, width, height };
 }

@@ -1,4 +1,4 @@
-// The checkpoint timeline: every kept revision, oldest first, each with
+// The checkpoint timeline: every kept revision, newest first, each with
 // "fork from here" (a new workflow from that revision, completed steps
 // reused).
 import type { Revision } from '../api';
@@ -10,7 +10,7 @@ export function Checkpoints(props: { revisions: Revision[] | null; mayFork: bool
   if (props.revisions.length === 0) return <p class="muted">No checkpoint kept.</p>;
   return (
     <ol class="timeline" data-testid="checkpoints">
-      {props.revisions.map((r) => {
+      {[...props.revisions].reverse().map((r) => {
         const cp = r.checkpoint ?? ({} as Revision['checkpoint']);
         const tasks = Object.values(cp.tasks ?? {});
         const done = tasks.filter((t) => t.status === 'completed').length;
@@ -19,14 +19,15 @@ export function Checkpoints(props: { revisions: Revision[] | null; mayFork: bool
             <i class="tl-dot" aria-hidden="true" />
             <div class="tl-body">
               <div class="tl-row">
-                <b class="mono">rev {r.revision}</b>
+                <b class="mono tl-rev">rev {r.revision}</b>
                 <StatusPill state={cp.status ?? 'submitted'} />
-                <span class="muted small">{cp.phase}</span>
                 <span class="spacer" />
                 <span class="muted small mono">{clock(cp.updated_at)}</span>
               </div>
               <div class="tl-row">
-                <span class="muted small">{done}/{cp.plan?.steps?.length ?? tasks.length} steps done · {r.checkpoint_status}</span>
+                <span class="muted small tl-what" title={`phase ${cp.phase} · ${r.checkpoint_status}`}>
+                  {done}/{cp.plan?.steps?.length ?? tasks.length} done · {(cp.phase ?? '').replace(/_/g, ' ')}{r.checkpoint_status === 'superseded' ? '' : ` · ${r.checkpoint_status}`}
+                </span>
                 <span class="spacer" />
                 {props.mayFork && (
                   <button class="ghost small" onClick={() => props.onFork(r.revision)} disabled={props.busy === r.revision}

@@ -72,7 +72,7 @@ export function summary(f: Frame): string {
     case 'status':
       return `${d.state ?? ''}${d.message ? ' — ' + d.message : ''}`;
     case 'progress':
-      return `${typeof d.percent === 'number' ? d.percent + '% ' : ''}${d.message ?? ''}`;
+      return `${typeof d.percent === 'number' ? Math.round(d.percent) + '% ' : ''}${d.message ?? ''}`;
     case 'artifact':
       return `${d.name ?? d.artifact_id ?? 'artifact'}${d.append ? ' +' : ''}: ${typeof d.data === 'string' ? d.data : JSON.stringify(d.data)}`;
     case 'complete':

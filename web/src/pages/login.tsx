@@ -19,7 +19,8 @@ export function LoginPage() {
     setToken(token.trim());
     try {
       await get<Whoami>('/v1/whoami');
-      reload();
+      // the shell must know before the page changes, or it sends us back here
+      await reload();
       const next = new URLSearchParams(location.search).get('next');
       navigate(next && next.startsWith('/') && !next.startsWith('//') ? next : '/');
     } catch (err) {

@@ -109,8 +109,8 @@ export function SubmitPage() {
     <div class="page narrow">
       <h1>New workflow</h1>
       <div class="tabs" role="tablist">
-        <button role="tab" aria-selected={mode === 'query'} class={mode === 'query' ? 'on' : ''} onClick={() => setMode('query')}>Ask a question</button>
-        <button role="tab" aria-selected={mode === 'plan'} class={mode === 'plan' ? 'on' : ''} onClick={() => setMode('plan')}>Explicit plan</button>
+        <button role="tab" data-tab="query" aria-selected={mode === 'query'} class={mode === 'query' ? 'on' : ''} onClick={() => setMode('query')}>Ask a question</button>
+        <button role="tab" data-tab="plan" aria-selected={mode === 'plan'} class={mode === 'plan' ? 'on' : ''} onClick={() => setMode('plan')}>Explicit plan</button>
       </div>
       <form class="card submit" onSubmit={submit}>
         {mode === 'query' ? (

@@ -163,6 +163,10 @@ export function WorkflowPage({ id }: { id: string }) {
   const answer = artifacts.current.get('answer');
   const answerText = answer?.text || (typeof wf?.result?.answer === 'string' ? wf.result.answer : '');
   const others = [...artifacts.current.values()].filter((a) => a.id !== 'answer');
+  // The answer card is there from the start when a step writes one (no
+  // jump when it streams in), and for any result once the workflow ended.
+  const composes = (wf?.plan?.steps ?? []).some((s) => s.capability === 'summarize' || s.capability === 'detailed_report');
+  const showAnswer = composes || !wf?.plan || artifacts.current.size > 0 || (done && !!wf?.result);
   const awaiting = (wf?.plan?.steps ?? []).filter((s) => views[s.id]?.state === 'awaiting').map((s) => s.id);
 
   if (missing) {
@@ -213,7 +217,7 @@ export function WorkflowPage({ id }: { id: string }) {
           {awaiting.length > 0 && !mayControl && (
             <div class="banner">Step {awaiting.join(', ')} awaits approval by someone with a client token.</div>
           )}
-          <section class="card" aria-labelledby="h-answer">
+          {showAnswer && <section class="card" aria-labelledby="h-answer">
             <div class="card-head"><h2 id="h-answer">{answerText || !done || !wf?.result ? "Answer" : "Result"}</h2>{answer && !answer.done && !done && <span class="muted small">streaming…</span>}</div>
             {answerText || !done || !wf?.result ? (
               <Answer text={answerText} streaming={!done} citations={citations} onCite={(n) => { setCite(n); setSelected(undefined); }} active={cite} />
@@ -230,7 +234,7 @@ export function WorkflowPage({ id }: { id: string }) {
                 ))}
               </div>
             )}
-          </section>
+          </section>}
           <section class="card" aria-labelledby="h-log">
             <div class="card-head">
               <h2 id="h-log">Events</h2>

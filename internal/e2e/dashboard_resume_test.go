@@ -1,0 +1,72 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// shownLog is what the workflow page's event log holds (window.__agentbus).
+type shownLog struct {
+	Offsets     []uint64 `json:"offsets"`
+	Types       []string `json:"types"`
+	Resets      int      `json:"resets"`
+	Duplicates  int      `json:"duplicates"`
+	Connections int      `json:"connections"`
+	Link        string   `json:"link"`
+}
+
+// TestDashboardSurvivesGatewayRestart kills the gateway under a page that
+// follows a workflow of sleep steps and starts a new one on the same port:
+// the page reconnects from its last offset, and its event log ends
+// identical to the workflow's stored events, none missing, none twice.
+func TestDashboardSurvivesGatewayRestart(t *testing.T) {
+	d := startDash(t, stackOptions{}, acmeClient)
+	// The page and its script load first, so that the workflow is young
+	// when the page follows it.
+	d.open(t, "/", `[data-testid="workflows"]`)
+	start := time.Now()
+	id := d.submitPlan(t, acmeClient, "dash-restart", sleepChain(12, 300)...)
+	d.run(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`history.pushState(null, '', '/workflows/%s'); dispatchEvent(new PopStateEvent('popstate'))`, id)))
+	d.until(t, `window.__agentbus?.log().offsets.length >= 4`)
+	t.Logf("following after %s", time.Since(start).Round(time.Millisecond))
+	var before shownLog
+	d.eval(t, `window.__agentbus.log()`, &before)
+	if slices.Contains(before.Types, "complete") {
+		t.Fatal("the workflow ended before the restart: make its steps longer")
+	}
+	d.restartGateway()
+	// The page notices, reconnects and follows to the end.
+	d.until(t, `window.__agentbus.log().link === 'done'`)
+	d.visible(t, `.page-head .pill[data-state="completed"]`)
+	var after shownLog
+	d.eval(t, `window.__agentbus.log()`, &after)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	stored, err := d.storedAs(ctx, "acme", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []uint64
+	for _, e := range stored {
+		want = append(want, e.Offset)
+	}
+	if !slices.Equal(after.Offsets, want) {
+		t.Fatalf("the page shows offsets %v\nthe stream holds   %v", after.Offsets, want)
+	}
+	for i := 1; i < len(want); i++ {
+		if want[i] != want[i-1]+1 {
+			t.Fatalf("stored offsets not contiguous at %d: %v", i, want)
+		}
+	}
+	if after.Connections < 2 || after.Resets != 0 {
+		t.Fatalf("connections %d, resets %d: want a reconnect and no reset", after.Connections, after.Resets)
+	}
+	t.Logf("%d events shown once each over %d connections (%d events before the restart, %d duplicates dropped)",
+		len(after.Offsets), after.Connections, len(before.Offsets), after.Duplicates)
+	d.shot(t, "workflow-after-restart")
+}
