@@ -25,7 +25,21 @@ type Input struct {
 	// Upload is the id of the upload the files came in.
 	Upload string `json:"upload"`
 	Files  []File `json:"files"`
+	// Documents are indexed as given (a web page a select step kept, say);
+	// with no Files and no Documents the agent indexes the "documents" of
+	// the outputs of the steps it depends on.
+	Documents []Document `json:"documents,omitempty"`
 	// Metadata is added to every chunk of every file.
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// Document is one document given whole, not as an upload: its ID (a URL
+// for a web page), text and where it came from.
+type Document struct {
+	ID       string         `json:"id"`
+	Title    string         `json:"title,omitempty"`
+	Text     string         `json:"text"`
+	Source   string         `json:"source,omitempty"`
 	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
@@ -147,7 +161,11 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 		return nil, fmt.Errorf("%w: ingest input: %v", agents.ErrPermanent, err)
 	}
 	if len(in.Files) == 0 {
-		return nil, fmt.Errorf("%w: ingest input: /files is empty", agents.ErrPermanent)
+		docs := dependencyDocuments(req.DependencyOutputs)
+		if len(docs) == 0 && len(in.Documents) == 0 {
+			return nil, fmt.Errorf("%w: ingest input: no /files, no /documents, and no documents in the outputs of the steps it depends on", agents.ErrPermanent)
+		}
+		return a.documents(ctx, req, emit, append(in.Documents, docs...), in.Metadata)
 	}
 	for i, f := range in.Files {
 		if f.Object == "" || f.Name == "" {
