@@ -21,3 +21,7 @@ func open(t *testing.T, dir string) *embedded.Index {
 func TestConformance(t *testing.T) {
 	retrievaltest.Run(t, func(t *testing.T) retrieval.Backend { return open(t, t.TempDir()) })
 }
+
+func TestDocumentsConformance(t *testing.T) {
+	retrievaltest.RunDocuments(t, func(t *testing.T) retrieval.DocumentStore { return open(t, t.TempDir()) })
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentbus/agentbus/llm"
 	"github.com/agentbus/agentbus/retrieval"
@@ -92,7 +93,7 @@ type Index struct {
 	closed  bool
 }
 
-var _ retrieval.Backend = (*Index)(nil)
+var _ retrieval.DocumentStore = (*Index)(nil)
 
 // Open checks cfg, creates Dir if needed and locks it: a second process
 // (or a second Open in this one) gets ErrLocked until Close. Tenants are
@@ -254,10 +255,12 @@ func (ix *Index) records(ctx context.Context, chunks []retrieval.Chunk) ([]recor
 		return nil, fmt.Errorf("embedded: embedder %s returned %d vectors for %d chunks", ix.cfg.Embedder.Name(), len(vecs), len(texts))
 	}
 	recs := make([]record, len(chunks))
+	now := time.Now().UTC().Truncate(time.Millisecond)
 	for i, c := range chunks {
 		if recs[i], err = newRecord(c); err != nil {
 			return nil, err
 		}
+		recs[i].Indexed = now
 	}
 	for j, i := range at {
 		recs[i].Vector = vecs[j]

@@ -27,7 +27,10 @@ type record struct {
 	// empty when the vector is zero. A replaced record gets a new node
 	// and its old one is left behind as dead, never deleted (see vector.go).
 	VecKey string
-	meta   map[string]any
+	// Indexed is when the chunk was written (UTC, milliseconds); zero for
+	// chunks written before this field existed.
+	Indexed time.Time
+	meta    map[string]any
 }
 
 func newRecord(c retrieval.Chunk) (record, error) {
@@ -73,7 +76,9 @@ const (
 type logEntry struct {
 	Embedder string
 	NextGen  uint64
-	Records  []record
+	// Deleted are chunk IDs removed by this call, applied before Records.
+	Deleted []string
+	Records []record
 }
 
 // appendLog appends e to the tenant's log as one frame — a 4-byte length,
@@ -152,6 +157,13 @@ func loadStore(dir string) (storeFile, int, error) {
 		if e.Embedder != "" {
 			s.Embedder = e.Embedder
 		}
+		if len(e.Deleted) > 0 {
+			s.Records = without(s.Records, e.Deleted)
+			clear(at)
+			for i, r := range s.Records {
+				at[r.ID] = i
+			}
+		}
 		for _, r := range e.Records {
 			if len(r.MetaJSON) > 0 {
 				if err := json.Unmarshal(r.MetaJSON, &r.meta); err != nil {
@@ -167,6 +179,21 @@ func loadStore(dir string) (storeFile, int, error) {
 		}
 	}
 	return s, len(log), nil
+}
+
+// without returns recs less those whose ID is in ids, order kept.
+func without(recs []record, ids []string) []record {
+	gone := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		gone[id] = true
+	}
+	out := recs[:0]
+	for _, r := range recs {
+		if !gone[r.ID] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // loadSnapshot reads chunks.gob; a missing file is an empty store.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/blevesearch/bleve/v2"
@@ -23,6 +24,7 @@ type tenant struct {
 	closed      bool
 	text        bleve.Index
 	recs        map[string]record
+	docs        map[string]map[string]struct{} // document id → its chunk ids
 	graph       *hnsw.Graph[string]
 	dim         int    // the dimension of every stored vector; 0 before the first
 	nextGen     uint64 // the next VecKey generation
@@ -39,9 +41,11 @@ func openTenant(ctx context.Context, dir string, cfg Config) (*tenant, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &tenant{dir: dir, cfg: cfg, recs: make(map[string]record, len(s.Records)), nextGen: s.NextGen}
+	t := &tenant{dir: dir, cfg: cfg, recs: make(map[string]record, len(s.Records)), nextGen: s.NextGen,
+		docs: map[string]map[string]struct{}{}}
 	for _, r := range s.Records {
 		t.recs[r.ID] = r
+		t.link(r)
 	}
 	if t.text, err = openBleve(filepath.Join(dir, bleveName)); err != nil {
 		return nil, err
@@ -97,10 +101,23 @@ func (t *tenant) reembed(ctx context.Context) error {
 
 // put adds or replaces records in both profiles and saves the store.
 func (t *tenant) put(recs []record) error {
+	return t.writeFunc(func() ([]record, []string) { return recs, nil })
+}
+
+// writeFunc takes the write lock and asks plan, under it, which records
+// to add or replace and which chunk IDs to delete (those not present are
+// ignored); it then applies both to both profiles in one bleve batch and
+// logs them in one frame: searchers, which take the read lock, see all
+// of it or none of it, and so does a reopened index.
+func (t *tenant) writeFunc(plan func() (recs []record, deleted []string)) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return ErrClosed
+	}
+	recs, deleted := plan()
+	if len(recs) == 0 && len(deleted) == 0 {
+		return nil
 	}
 	dim := t.dim
 	for _, r := range recs {
@@ -114,7 +131,11 @@ func (t *tenant) put(recs []record) error {
 			return fmt.Errorf("embedded: chunk %q has a vector of dimension %d, the index has %d (did the embedder change?)", r.ID, len(r.Vector), dim)
 		}
 	}
+	deleted = slices.DeleteFunc(slices.Clone(deleted), func(id string) bool { _, ok := t.recs[id]; return !ok })
 	batch := t.text.NewBatch()
+	for _, id := range deleted {
+		batch.Delete(id)
+	}
 	for _, r := range recs {
 		if err := batch.Index(r.ID, bleveDoc(r)); err != nil {
 			return fmt.Errorf("embedded: index chunk %q: %w", r.ID, err)
@@ -130,26 +151,57 @@ func (t *tenant) put(recs []record) error {
 		t.graphOnDisk = false
 	}
 	t.dim = dim
+	for _, id := range deleted {
+		old := t.recs[id]
+		if old.VecKey != "" {
+			t.dead++
+		}
+		t.unlink(old)
+		delete(t.recs, id)
+	}
 	for i := range recs {
 		t.putVector(&recs[i])
+		if old, ok := t.recs[recs[i].ID]; ok {
+			t.unlink(old)
+		}
 		t.recs[recs[i].ID] = recs[i]
+		t.link(recs[i])
 	}
 	var err error
 	switch {
 	case t.dead > 64 && t.dead > t.graph.Len()/4:
 		t.rebuildGraph() // new keys for every record: write the whole store
 		err = t.save()
-	case t.logged+len(recs) > len(t.recs):
+	case t.logged+len(recs)+len(deleted) > len(t.recs):
 		err = t.save() // the log would hold more than the store: fold it in
 	default:
-		if err = appendLog(t.dir, logEntry{Embedder: t.cfg.Embedder.Name(), NextGen: t.nextGen, Records: recs}); err == nil {
-			t.logged += len(recs)
+		if err = appendLog(t.dir, logEntry{Embedder: t.cfg.Embedder.Name(), NextGen: t.nextGen, Deleted: deleted, Records: recs}); err == nil {
+			t.logged += len(recs) + len(deleted)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("embedded: %w", err)
 	}
 	return nil
+}
+
+// link and unlink keep t.docs in step with t.recs.
+func (t *tenant) link(r record) {
+	ids := t.docs[r.DocID]
+	if ids == nil {
+		ids = map[string]struct{}{}
+		t.docs[r.DocID] = ids
+	}
+	ids[r.ID] = struct{}{}
+}
+
+func (t *tenant) unlink(r record) {
+	if ids := t.docs[r.DocID]; ids != nil {
+		delete(ids, r.ID)
+		if len(ids) == 0 {
+			delete(t.docs, r.DocID)
+		}
+	}
 }
 
 // save writes every record to the store and empties the log.
