@@ -4,9 +4,9 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/flate"
-	"hash/crc32"
 	"encoding/xml"
 	"fmt"
+	"hash/crc32"
 	"strings"
 	"time"
 
