@@ -444,7 +444,6 @@ func (g *Gateway) documentsCall(w http.ResponseWriter, r *http.Request, tenant, 
 	case err != nil:
 		writeError(w, http.StatusBadGateway, apiError{Code: "upstream", Message: err.Error()})
 	default:
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(out)
+		writeJSON(w, http.StatusOK, json.RawMessage(out))
 	}
 }

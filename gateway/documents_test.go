@@ -31,6 +31,13 @@ type docStack struct {
 
 func startDocStack(t testing.TB, tweak ...func(*gateway.Config)) *docStack {
 	t.Helper()
+	return startDocStackN(t, 1, tweak...)
+}
+
+// startDocStackN is startDocStack with n workers serving ingest on the
+// one index.
+func startDocStackN(t testing.TB, n int, tweak ...func(*gateway.Config)) *docStack {
+	t.Helper()
 	env := bustest.New(t)
 	ix, err := embedded.Open(embedded.Config{Dir: t.TempDir()})
 	if err != nil {
@@ -50,19 +57,22 @@ func startDocStack(t testing.TB, tweak ...func(*gateway.Config)) *docStack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
-	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{echo.Agent{}, ing}, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
+	for range n {
+		w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{echo.Agent{}, ing}, Logger: log, Concurrency: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = w.Run(ctx) }()
 	}
 	o, err := orchestrator.New(ctx, orchestrator.Config{Bus: env.Bus, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = w.Run(ctx) }()
+	wg.Add(1)
 	go func() { defer wg.Done(); _ = o.Run(ctx) }()
 	return &docStack{stack: startGateway(t, env, tweak...), index: ix}
 }
@@ -105,6 +115,13 @@ type uploaded struct {
 // the answer and the ingest steps' outputs.
 func (s *docStack) upload(t testing.TB, body []byte, contentType string) (uploaded, []ingest.Output) {
 	t.Helper()
+	up, outs, _ := s.uploadBy(t, body, contentType)
+	return up, outs
+}
+
+// uploadBy is upload that also returns how many steps each worker ran.
+func (s *docStack) uploadBy(t testing.TB, body []byte, contentType string) (uploaded, []ingest.Output, map[string]int) {
+	t.Helper()
 	r := s.mustDo(t, http.MethodPost, "/v1/documents", body, "Content-Type", contentType)
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("POST /v1/documents: %d %s", r.Status, r.Body)
@@ -119,16 +136,19 @@ func (s *docStack) upload(t testing.TB, body []byte, contentType string) (upload
 	}
 	st := s.state(t, "/v1/workflows/"+up.WorkflowID)
 	var outs []ingest.Output
+	workers := map[string]int{}
 	steps, _ := st["tasks"].(map[string]any)
 	for id, v := range steps {
-		raw, _ := json.Marshal(v.(map[string]any)["output"])
+		task := v.(map[string]any)
+		workers[fmt.Sprint(task["worker"])]++
+		raw, _ := json.Marshal(task["output"])
 		var o ingest.Output
 		if err := json.Unmarshal(raw, &o); err != nil {
 			t.Fatalf("step %s output: %v: %s", id, err, raw)
 		}
 		outs = append(outs, o)
 	}
-	return up, outs
+	return up, outs, workers
 }
 
 func (s *docStack) search(t testing.TB, text string) []retrieval.Hit {
@@ -199,7 +219,7 @@ func TestUploadEveryFormatThenDeleteAndReplace(t *testing.T) {
 
 	// Delete: the fact is gone, the document unknown.
 	r = s.mustDo(t, http.MethodDelete, "/v1/documents/report.pdf", nil)
-	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"chunks":`) {
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"chunks": `) {
 		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
 	}
 	if hits := s.search(t, "aquifer megalitres"); len(hits) > 0 && hits[0].DocID == "report.pdf" {
@@ -242,6 +262,35 @@ func hitDocs(hits []retrieval.Hit) []string {
 		out[i] = h.DocID
 	}
 	return out
+}
+
+// TestUploadScalesOut shares a 200-file upload between two workers:
+// every file is indexed once, and both took steps.
+func TestUploadScalesOut(t *testing.T) {
+	s := startDocStackN(t, 2, func(c *gateway.Config) { c.Documents.FilesPerStep = 5 })
+	var files [][2]string
+	for i := range 200 {
+		files = append(files, [2]string{fmt.Sprintf("doc-%03d.md", i), fmt.Sprintf("# Doc %d\n\nFact number %d is about token%d.\n", i, i, i)})
+	}
+	body, ct := multipartBody(t, files, nil)
+	_, outs, workers := s.uploadBy(t, body, ct)
+	seen := map[string]int{}
+	for _, o := range outs {
+		for _, ix := range o.Indexed {
+			seen[ix.ID]++
+		}
+	}
+	for _, f := range files {
+		if seen[f[0]] != 1 {
+			t.Errorf("%s indexed %d times, want once", f[0], seen[f[0]])
+		}
+	}
+	if len(outs) != 40 || len(workers) != 2 {
+		t.Fatalf("%d steps over workers %v: want 40 steps shared by 2 workers", len(outs), workers)
+	}
+	if r := s.mustDo(t, http.MethodGet, "/v1/documents?limit=1", nil); !strings.Contains(string(r.Body), `"total": 200`) {
+		t.Fatalf("GET /v1/documents: %s, want a total of 200", r.Body)
+	}
 }
 
 func TestUploadRecordsAsJSONAndJSONL(t *testing.T) {

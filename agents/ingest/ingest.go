@@ -177,39 +177,76 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	for _, f := range in.Files {
 		total += f.Size
 	}
+	// Every file is read first, then all are written in one batch: one
+	// index commit per step rather than per file.
+	var batch []retrieval.Version
+	fileOf := map[string]string{} // document id → file
 	for i, f := range in.Files {
 		docs, problems, err := a.read(ctx, req.TenantID, f, in.Metadata)
 		if err != nil {
 			return nil, err
 		}
 		out.Problems = append(out.Problems, problems...)
-		if len(docs) > 0 {
-			if err := a.cfg.Store.ReplaceBatch(ctx, req.TenantID, docs); err != nil {
-				if errors.Is(err, retrieval.ErrInvalidDocument) {
-					out.Problems = append(out.Problems, Problem{File: f.Name, Code: "invalid", Reason: err.Error()})
-				} else {
-					return nil, fmt.Errorf("ingest: index %s: %w", f.Name, err)
-				}
-			} else {
-				for _, d := range docs {
-					out.Documents++
-					out.Chunks += len(d.Chunks)
-					out.Indexed = append(out.Indexed, Indexed{File: f.Name, ID: d.DocID, Format: formatOf(d), Chunks: len(d.Chunks)})
-				}
+		for _, d := range docs {
+			if first, dup := fileOf[d.DocID]; dup {
+				out.Problems = append(out.Problems, Problem{File: f.Name, Code: "duplicate", Reason: fmt.Sprintf("document id %q is also %s's, in the same step; the first is indexed", d.DocID, first)})
+				continue
 			}
+			fileOf[d.DocID] = f.Name
+			batch = append(batch, d)
 		}
 		out.Files++
 		out.Bytes += f.Size
-		pct := 100 * float64(i+1) / float64(len(in.Files))
-		_ = emit.Progress(ctx, pct, fmt.Sprintf("%s: %d of %d files, %d documents, %d chunks, %s of %s",
-			f.Name, i+1, len(in.Files), out.Documents, out.Chunks, size(out.Bytes), size(total)))
+		pct := 90 * float64(i+1) / float64(len(in.Files))
+		_ = emit.Progress(ctx, pct, fmt.Sprintf("read %s: %d of %d files, %s of %s", f.Name, i+1, len(in.Files), size(out.Bytes), size(total)))
 	}
+	written, problems, err := a.write(ctx, req.TenantID, batch, fileOf)
+	if err != nil {
+		return nil, err
+	}
+	out.Problems = append(out.Problems, problems...)
+	for _, d := range written {
+		out.Documents++
+		out.Chunks += len(d.Chunks)
+		out.Indexed = append(out.Indexed, Indexed{File: fileOf[d.DocID], ID: d.DocID, Format: formatOf(d), Chunks: len(d.Chunks)})
+	}
+	_ = emit.Progress(ctx, 100, fmt.Sprintf("indexed %d files: %d documents, %d chunks, %s", out.Files, out.Documents, out.Chunks, size(out.Bytes)))
 	if !a.cfg.KeepUploads {
 		for _, f := range in.Files {
 			_ = a.cfg.Bus.DeleteUpload(ctx, f.Object)
 		}
 	}
 	return json.Marshal(out)
+}
+
+// write replaces the documents in one batch; if the index refuses one as
+// invalid, each is written alone so that only the invalid ones are
+// problems. It returns what was written.
+func (a *Agent) write(ctx context.Context, tenant string, docs []retrieval.Version, fileOf map[string]string) ([]retrieval.Version, []Problem, error) {
+	if len(docs) == 0 {
+		return nil, nil, nil
+	}
+	err := a.cfg.Store.ReplaceBatch(ctx, tenant, docs)
+	if err == nil {
+		return docs, nil, nil
+	}
+	if !errors.Is(err, retrieval.ErrInvalidDocument) {
+		return nil, nil, fmt.Errorf("ingest: index %d documents: %w", len(docs), err)
+	}
+	var written []retrieval.Version
+	var problems []Problem
+	for _, d := range docs {
+		err := a.cfg.Store.Replace(ctx, tenant, d.DocID, d.Chunks)
+		switch {
+		case errors.Is(err, retrieval.ErrInvalidDocument):
+			problems = append(problems, Problem{File: fileOf[d.DocID], Code: "invalid", Reason: err.Error()})
+		case err != nil:
+			return nil, nil, fmt.Errorf("ingest: index %s: %w", d.DocID, err)
+		default:
+			written = append(written, d)
+		}
+	}
+	return written, problems, nil
 }
 
 // read turns one upload into document versions. A missing, oversized or
