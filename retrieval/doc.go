@@ -8,4 +8,17 @@
 // retrieval/vespa (Vespa's Document v1 and Query APIs over net/http).
 // Every call names its tenant; a backend never answers one tenant's query
 // from another tenant's documents.
+//
+// Whole documents are managed through DocumentStore, which both backends
+// implement beside Backend: List (paged by document ID, with chunk counts
+// and when each was indexed), Document, Delete (every chunk of a
+// document) and Replace/ReplaceBatch (a document's complete new chunks,
+// atomic to searchers: see each backend for how far that holds). It is
+// its own interface so that Backend stays small for read-only and test
+// backends; reach it with AsDocumentStore:
+//
+//	store, err := retrieval.AsDocumentStore(backend) // ErrUnsupported if not
+//	err = store.Replace(ctx, tenant, "handbook.pdf", chunks)
+//	page, err := store.List(ctx, tenant, retrieval.ListOptions{Limit: 50})
+//	n, err := store.Delete(ctx, tenant, "handbook.pdf") // ErrNotFound if absent
 package retrieval

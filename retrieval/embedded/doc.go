@@ -18,4 +18,14 @@
 // retrieval.Hit values from Search. If the embedder changes between runs,
 // a tenant's chunks are re-embedded when it is opened. Tenants are opened
 // lazily and kept open until Close.
+//
+// Index is also a retrieval.DocumentStore. Replace (and ReplaceBatch,
+// several documents in one go) removes a document's chunks that the new
+// version lacks and writes the new ones in one bleve batch and one
+// chunks.log frame (which records the deleted IDs beside the new
+// records), all under the tenant's write lock that searches take for
+// reading: a search sees the old version or the new one, never both or
+// neither, and so does an index reopened after a crash. Delete is a
+// Replace with no chunks. Each chunk records when it was written, and
+// the tenant keeps a document → chunk IDs map for List and Document.
 package embedded

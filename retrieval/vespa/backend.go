@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentbus/agentbus/retrieval"
@@ -18,12 +20,16 @@ const (
 	RankSemantic = "semantic"
 )
 
-// Backend is a retrieval.Backend on a Vespa cluster. It holds no state
-// besides its configuration and is safe for concurrent use.
+// Backend is a retrieval.DocumentStore on a Vespa cluster. It holds no
+// state besides its configuration, the last document generation it used
+// and per-document locks, and is safe for concurrent use.
 type Backend struct {
 	cfg  Config
 	base string // URL without a trailing slash
 	host string
+
+	lastGen  atomic.Int64             // the last generation Replace used
+	docLocks [docLockCount]sync.Mutex // serialise Replace and Delete per document
 }
 
 var _ retrieval.Backend = (*Backend)(nil)

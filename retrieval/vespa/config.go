@@ -43,6 +43,11 @@ type Config struct {
 	// Schema is the prefix of every tenant's schema name, <Schema>_<tenant>;
 	// default "chunk".
 	Schema string
+	// Cluster is the content cluster's id, passed as Document v1's
+	// cluster= on the selection-based visits and deletes of List,
+	// Document, Delete and Replace; default "agentbus_content", as in the
+	// rendered services.xml.
+	Cluster string
 	// Embedder embeds chunks that carry no vector and every vector query;
 	// default llm.LocalEmbedder{} (256 dimensions, matching the committed
 	// application package).
@@ -80,6 +85,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Schema == "" {
 		c.Schema = "chunk"
+	}
+	if c.Cluster == "" {
+		c.Cluster = "agentbus_content"
 	}
 	if c.Embedder == nil {
 		c.Embedder = llm.LocalEmbedder{}
@@ -123,6 +131,9 @@ func (c Config) Validate() error {
 	}
 	if !namespacePattern.MatchString(c.Namespace) {
 		bad("Namespace %q: want %s", c.Namespace, namespacePattern)
+	}
+	if !namespacePattern.MatchString(c.Cluster) {
+		bad("Cluster %q: want %s", c.Cluster, namespacePattern)
 	}
 	if !identPattern.MatchString(c.Schema) {
 		bad("Schema %q: want a Vespa identifier matching %s", c.Schema, identPattern)

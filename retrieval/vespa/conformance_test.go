@@ -32,3 +32,10 @@ func TestConformance(t *testing.T) {
 		return b
 	})
 }
+
+func TestDocumentsConformance(t *testing.T) {
+	retrievaltest.RunDocuments(t, func(t *testing.T) retrieval.DocumentStore {
+		b, _ := newBackend(t)
+		return b
+	})
+}

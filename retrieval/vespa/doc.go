@@ -17,6 +17,24 @@
 // parameter that userQuery() reads, the embedding in input.query(q), and
 // filter values are escaped YQL string literals.
 //
+// Backend is also a retrieval.DocumentStore. Document v1 offers no
+// transaction over several documents, so what Replace can promise is
+// weaker than the embedded index's lock: it feeds the new chunks with a
+// new generation (the gen field, increasing) and only then removes the
+// document's other generations with a selection delete (DELETE
+// /document/v1/<ns>/<doctype>/docid?selection=<doctype>.doc_id=="…" and
+// <doctype>.gen!=<new>&cluster=…, following continuation tokens). A
+// searcher therefore never finds neither version, and Search keeps, per
+// document, only its newest generation among the hits, so no result list
+// mixes versions; two searches during the window may still disagree, and
+// a result then may hold fewer than K hits. Delete is a selection delete
+// on doc_id; Document and List visit (GET with a selection and a
+// fieldSet) and sum chunks up per document — List passes over all of a
+// tenant's chunks per call. Chunks fed by Index have generation 0:
+// a document written by Index and later by Replace converges to the
+// replaced version, but Index-ing single chunks into a document that
+// Replace wrote leaves them hidden behind the newer generation.
+//
 // Partial coverage (a content node timed out, match-phase degradation) is
 // not an error: the hits are returned and the Coverage says what was
 // searched. SearchWithCoverage returns it, WithCoverageRecorder collects it

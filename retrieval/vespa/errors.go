@@ -20,7 +20,7 @@ const (
 // ErrFeed (Op "feed") or ErrQuery (Op "search" and "count"). It is a
 // value: safe to share once returned.
 type Error struct {
-	// Op is "feed", "search" or "count".
+	// Op is "feed", "delete" (writes), "search", "count" or "visit".
 	Op string
 	// DocType is the document type the request addressed.
 	DocType string
@@ -64,9 +64,10 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Unwrap lets errors.Is(err, ErrFeed) or errors.Is(err, ErrQuery) hold.
+// Unwrap lets errors.Is(err, ErrFeed) (feed, delete) or errors.Is(err,
+// ErrQuery) (search, count, visit) hold.
 func (e *Error) Unwrap() error {
-	if e.Op == "feed" {
+	if e.Op == "feed" || e.Op == "delete" {
 		return ErrFeed
 	}
 	return ErrQuery

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentbus/agentbus/retrieval"
 )
@@ -33,6 +34,10 @@ type feedFields struct {
 	// Date is epoch seconds (floor); absent when the chunk has no date.
 	Date      *int64     `json:"date,omitempty"`
 	Embedding denseValue `json:"embedding"`
+	// Gen is the document version (see Replace); 0 from Index.
+	Gen int64 `json:"gen"`
+	// Indexed is when the chunk was fed, epoch milliseconds.
+	Indexed int64 `json:"indexed"`
 }
 
 // denseValue is a dense tensor in Vespa's JSON short form {"values": [...]}.
@@ -65,6 +70,16 @@ func (b *Backend) Index(ctx context.Context, tenant string, chunks []retrieval.C
 	docs, err := b.prepare(ctx, chunks)
 	if err != nil {
 		return err
+	}
+	return b.feed(ctx, doctype, docs, 0)
+}
+
+// feed puts docs with generation gen, FeedConcurrency at a time, and
+// returns every failure joined.
+func (b *Backend) feed(ctx context.Context, doctype string, docs []feedDoc, gen int64) error {
+	now := time.Now().UnixMilli()
+	for i := range docs {
+		docs[i].Fields.Gen, docs[i].Fields.Indexed = gen, now
 	}
 	errs := make([]error, len(docs))
 	sem := make(chan struct{}, b.cfg.FeedConcurrency)

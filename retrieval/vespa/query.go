@@ -75,6 +75,7 @@ func (b *Backend) SearchWithCoverage(ctx context.Context, tenant, profile string
 	if err != nil {
 		return Result{}, err
 	}
+	p.hits = newestOnly(p.hits, p.gens)
 	if len(p.hits) > k {
 		p.hits = p.hits[:k]
 	}

@@ -40,6 +40,7 @@ type queryHit struct {
 // parsed is a query answer, read.
 type parsed struct {
 	hits     []retrieval.Hit
+	gens     []int64 // each hit's document generation (the gen field; 0 when absent)
 	coverage Coverage
 	total    int64
 }
@@ -80,6 +81,11 @@ func parseResult(op, doctype string, status int, body []byte) (parsed, error) {
 			return parsed{}, fmt.Errorf("%w: %s (%s): hit %q: %w", ErrResponse, op, doctype, c.ID, err)
 		}
 		out.hits = append(out.hits, h)
+		var gen int64
+		if raw, ok := c.Fields["gen"]; ok {
+			_ = json.Unmarshal(raw, &gen)
+		}
+		out.gens = append(out.gens, gen)
 	}
 	return out, nil
 }

@@ -48,10 +48,12 @@ type Server struct {
 
 	mu       sync.Mutex
 	deployed map[string]bool // nil: every document type exists
+	page     int             // documents per visit or delete response; 0 means 7
 	docs     map[string]map[string]map[string]any
 	feedF    []Fault
 	queryF   []Fault
 	feeds    int
+	requests []string // Document v1 requests, "METHOD path?query"
 	queries  []map[string]any
 }
 
@@ -114,6 +116,14 @@ func (s *Server) Feeds() int {
 	return s.feeds
 }
 
+// DocumentRequests returns the Document v1 requests received, in order,
+// as "METHOD /document/v1/…?query" (the query escaped as sent).
+func (s *Server) DocumentRequests() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.requests...)
+}
+
 // Queries returns the Query API request bodies received, in order.
 func (s *Server) Queries() []map[string]any {
 	s.mu.Lock()
@@ -143,6 +153,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 var fields = map[string]bool{
 	"id": true, "doc_id": true, "title": true, "text": true, "source": true,
 	"metadata": true, "metadata_json": true, "date": true, "embedding": true,
+	"gen": true, "indexed": true,
 }
 
 // document serves /document/v1/<namespace>/<doctype>/docid/<id> (POST
@@ -153,6 +164,10 @@ func (s *Server) document(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, status, map[string]string{"pathId": pathID, "message": msg})
 	}
 	parts := strings.Split(strings.TrimPrefix(pathID, "/document/v1/"), "/")
+	if (len(parts) == 3 || (len(parts) == 4 && parts[3] == "")) && parts[2] == "docid" {
+		s.collection(w, r, parts[0], parts[1])
+		return
+	}
 	if len(parts) != 4 || parts[2] != "docid" || parts[3] == "" {
 		docErr(http.StatusBadRequest, "Expected /document/v1/<namespace>/<documentType>/docid/<documentId>")
 		return
@@ -167,6 +182,7 @@ func (s *Server) document(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.feeds++
+	s.requests = append(s.requests, r.Method+" "+r.URL.RequestURI())
 	if f, ok := next(&s.feedF); ok {
 		if f.RetryAfter > 0 {
 			w.Header().Set("Retry-After", fmt.Sprint(f.RetryAfter))
