@@ -183,7 +183,9 @@ func (a *Agent) Select(batches ...Batch) Output {
 	for _, b := range batches {
 		for _, r := range b.Results {
 			u, ok := NormalizeURL(r.URL)
-			drop := func(rule, reason string) { out.Dropped = append(out.Dropped, Dropped{URL: r.URL, Rule: rule, Reason: reason}) }
+			drop := func(rule, reason string) {
+				out.Dropped = append(out.Dropped, Dropped{URL: r.URL, Rule: rule, Reason: reason})
+			}
 			if !ok {
 				drop(RuleInvalidURL, "not an absolute http(s) URL")
 				continue
