@@ -194,6 +194,7 @@ func TestBadFiles(t *testing.T) {
 	}{
 		{"corrupt pdf", "x.pdf", []byte("%PDF-1.7\n1 0 obj << /Type /Catalog >> garbage"), ingest.Limits{}, ingest.ErrCorrupt, "not a readable PDF"},
 		{"truncated pdf", "x.pdf", valid[:len(valid)/2], ingest.Limits{}, ingest.ErrCorrupt, ""},
+		{"pdf ending inside a hex string", "x.pdf", hexStringHang(), ingest.Limits{}, ingest.ErrCorrupt, "page 1: a content stream ends inside a hex string"},
 		{"pdf without text", "x.pdf", ingesttest.PDF(""), ingest.Limits{}, ingest.ErrEmpty, "OCR"},
 		{"pdf over the page limit", "x.pdf", valid, ingest.Limits{MaxPages: 2}, ingest.ErrTooLarge, "3 pages, over the limit of 2"},
 		{"zip bomb docx", "bomb.docx", ingesttest.ZipBomb(8 << 20), small, ingest.ErrTooLarge, "decompresses to more than 1048576 bytes"},
@@ -256,4 +257,13 @@ func TestDetect(t *testing.T) {
 	if !slices.Contains(ingest.Formats, ingest.FormatXLSX) {
 		t.Error("Formats lacks xlsx")
 	}
+}
+
+// hexStringHang is a PDF whose content stream ends in "<T": the PDF
+// reader's lexer would loop forever on it (found by FuzzExtractPDF).
+func hexStringHang() []byte {
+	pdf := string(ingesttest.PDF("Annual report"))
+	old := "(Annual report) Tj T*\nET"
+	repl := "(Annual) Tj T*\n<T\n"
+	return []byte(strings.Replace(pdf, old, repl+strings.Repeat(" ", len(old)-len(repl)), 1))
 }
