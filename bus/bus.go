@@ -29,6 +29,8 @@ type Bus struct {
 	nc  *nats.Conn
 	js  jetstream.JetStream
 	log *slog.Logger
+	// objects is the uploads object store once opened (uploads.go).
+	objects objectStoreCache
 }
 
 // ErrUnreachable is matched by Connect's error when no NATS server

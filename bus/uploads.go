@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -49,9 +50,29 @@ func UploadName(tenant, upload string, n int) (string, error) {
 	return fmt.Sprintf("%s/%s/%d", tenant, upload, n), nil
 }
 
+// objectStoreCache keeps the uploads store once opened: opening asks the
+// server for the bucket's stream, a round trip every upload would pay.
+type objectStoreCache struct {
+	mu sync.Mutex
+	os jetstream.ObjectStore
+}
+
 // uploads opens the object store, creating it when a deployment provisioned
 // before it existed has none yet.
 func (b *Bus) uploads(ctx context.Context) (jetstream.ObjectStore, error) {
+	b.objects.mu.Lock()
+	defer b.objects.mu.Unlock()
+	if b.objects.os != nil {
+		return b.objects.os, nil
+	}
+	os, err := b.openUploads(ctx)
+	if err == nil {
+		b.objects.os = os
+	}
+	return os, err
+}
+
+func (b *Bus) openUploads(ctx context.Context) (jetstream.ObjectStore, error) {
 	os, err := b.js.ObjectStore(ctx, subjects.ObjectUploads)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		replicas := 1

@@ -29,7 +29,7 @@ import (
 type DocumentsConfig struct {
 	// MaxUploadBytes bounds one POST /v1/documents body; default 64 MiB.
 	MaxUploadBytes int64
-	// FilesPerStep is how many files one ingest step indexes; default 8.
+	// FilesPerStep is how many files one ingest step indexes; default 32.
 	// Smaller batches spread an upload over more workers.
 	FilesPerStep int
 	// RequestTimeout bounds a list, get or delete; default 10s.
@@ -41,7 +41,7 @@ func (c *DocumentsConfig) setDefaults() {
 		c.MaxUploadBytes = 64 << 20
 	}
 	if c.FilesPerStep == 0 {
-		c.FilesPerStep = 8
+		c.FilesPerStep = 32
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 10 * time.Second

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/agents/echo"
@@ -130,7 +131,12 @@ func (s *docStack) uploadBy(t testing.TB, body []byte, contentType string) (uplo
 	if err := json.Unmarshal(r.Body, &up); err != nil {
 		t.Fatal(err)
 	}
-	_, frames := s.mustFollow(t, up.EventsURL)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_, frames, err := s.follow(ctx, up.EventsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if last := frames[len(frames)-1]; last.Type != "complete" {
 		t.Fatalf("ingest workflow ended %s: %s", last.Type, last.Data)
 	}

@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/retrieval"
 	files "github.com/agentbus/agentbus/retrieval/ingest"
 )
+
+// progressEvery spaces a step's progress events while it reads files.
+const progressEvery = 500 * time.Millisecond
 
 // Capability is the capability the ingest agent serves.
 const Capability = "ingest"
@@ -181,6 +185,7 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	// index commit per step rather than per file.
 	var batch []retrieval.Version
 	fileOf := map[string]string{} // document id → file
+	said := time.Now()
 	for i, f := range in.Files {
 		docs, problems, err := a.read(ctx, req.TenantID, f, in.Metadata)
 		if err != nil {
@@ -197,8 +202,13 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 		}
 		out.Files++
 		out.Bytes += f.Size
-		pct := 90 * float64(i+1) / float64(len(in.Files))
-		_ = emit.Progress(ctx, pct, fmt.Sprintf("read %s: %d of %d files, %s of %s", f.Name, i+1, len(in.Files), size(out.Bytes), size(total)))
+		// At most one progress event per progressEvery: a step of many
+		// small files must not flood its event log.
+		if time.Since(said) >= progressEvery {
+			said = time.Now()
+			pct := 90 * float64(i+1) / float64(len(in.Files))
+			_ = emit.Progress(ctx, pct, fmt.Sprintf("read %s: %d of %d files, %s of %s", f.Name, i+1, len(in.Files), size(out.Bytes), size(total)))
+		}
 	}
 	written, problems, err := a.write(ctx, req.TenantID, batch, fileOf)
 	if err != nil {

@@ -30,7 +30,7 @@ func (f *wsFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.writeDelay, "ws-write-delay", 0, "let frames gather this long before one write (fewer system calls with many fast subscribers; adds at most this latency)")
 	fl.DurationVar(&f.hubLinger, "ws-hub-linger", 10*time.Second, "keep following a workflow this long after its last live subscriber left")
 	fl.Int64Var(&f.maxUpload, "max-upload-bytes", 64<<20, "largest POST /v1/documents body, in bytes (413 above it, naming the limit)")
-	fl.IntVar(&f.filesPerStep, "upload-files-per-step", 8, "files one ingest step indexes: smaller batches spread an upload over more workers")
+	fl.IntVar(&f.filesPerStep, "upload-files-per-step", 32, "files one ingest step indexes: smaller batches spread an upload over more workers")
 	fl.StringSliceVar(&f.corsOrigins, "cors-origins", nil, "origins whose pages may call the API and open WebSockets with a bearer token, e.g. https://app.example.com (* for any); unset: same origin only")
 }
 
