@@ -80,10 +80,18 @@ func withMemory(p events.Plan, shape, query string, have map[string]bool) (event
 	return p, shape + " (with memory)"
 }
 
-// inFlow reports whether a capability is part of a built-in flow.
+// inFlow reports whether a capability is part of a built-in flow (the web
+// graph's web_search and select included: "search the web" asks for the
+// web graph, not a lone web_search step).
 func inFlow(c string) bool {
-	return slices.Contains(simpleFlow.needs, c) || slices.Contains(complexFlow.needs, c)
+	return slices.Contains(simpleFlow.needs, c) || slices.Contains(complexFlow.needs, c) ||
+		c == CapabilityWebSearch || c == CapabilitySelect
 }
+
+// alone reports whether a capability may be a plan's only step: select
+// cannot (it selects among a web search's results), and "select" is too
+// common a word to route by.
+func alone(c string) bool { return c != CapabilitySelect }
 
 // HeuristicPlanner is the default planner. It needs no model, and for one
 // query and one set of agents it always makes the same plan:
@@ -99,15 +107,32 @@ func inFlow(c string) bool {
 //     names, else on the best agent by semantic discovery if its
 //     similarity reaches MinScore, else on echo.
 //
+// Either flow gets the web graph beside it, web_search → select (which
+// requires approval) → ingest, with the answer step also reading select's
+// documents, when the query asks for current or external information
+// (AsksForCurrent) and web_search, select and ingest are all registered
+// (they are only when a web search provider is configured).
+//
 // Every step's input is {"query": …}; the complex flow's search step's is
 // {"query": …, "ensemble": true}. A HeuristicPlanner is safe for concurrent
-// use; its zero value is ready to use.
+// use; its zero value is ready to use. Its plans depend on nothing but the
+// query and the agents, and the year (see Year).
 type HeuristicPlanner struct {
 	// MinScore is the similarity below which semantic discovery does not
 	// route; default 0.05 (the orchestrator passes its Config.MinScore).
 	MinScore float64
 	// Embedder names the embedder that ranked the agents, for explanations.
 	Embedder string
+	// Year is the current year for AsksForCurrent ("… in 2026"); zero
+	// means the clock's.
+	Year int
+}
+
+// build makes a flow's plan with the web graph and memory steps that
+// join it.
+func (h HeuristicPlanner) build(f flow, query string, have map[string]bool) (events.Plan, string) {
+	p, shape := withWeb(f.build(query), f.shape, query, have, yearOf(h.Year))
+	return withMemory(p, shape, query, have)
 }
 
 // Plan plans query among agents (see HeuristicPlanner). It never fails.
@@ -124,15 +149,15 @@ func (h HeuristicPlanner) Plan(_ context.Context, query string, agents []discove
 	var lacking []string
 	if verdict.Complex {
 		if lacking = missing(complexFlow.needs, have); len(lacking) == 0 {
-			p, shape := withMemory(complexFlow.build(query), complexFlow.shape, query, have)
+			p, shape := h.build(complexFlow, query, have)
 			return p, prefix + ": " + shape, nil
 		}
 		if len(missing(simpleFlow.needs, have)) == 0 {
-			p, shape := withMemory(simpleFlow.build(query), simpleFlow.shape, query, have)
+			p, shape := h.build(simpleFlow, query, have)
 			return p, fmt.Sprintf("%s, but the complex flow lacks %s: %s", prefix, joinComma(lacking), shape), nil
 		}
 	} else if lacking = missing(simpleFlow.needs, have); len(lacking) == 0 {
-		p, shape := withMemory(simpleFlow.build(query), simpleFlow.shape, query, have)
+		p, shape := h.build(simpleFlow, query, have)
 		return p, prefix + ": " + shape, nil
 	}
 	c, why := h.route(query, agents)
@@ -141,7 +166,7 @@ func (h HeuristicPlanner) Plan(_ context.Context, query string, agents []discove
 
 // route picks one capability for a query no flow serves, and says why.
 func (h HeuristicPlanner) route(query string, agents []discovery.Match) (string, string) {
-	if c, ok := namedCapability(query, agents, nil); ok {
+	if c, ok := namedCapability(query, agents, func(c string) bool { return !alone(c) }); ok {
 		return c, fmt.Sprintf("routed to %s: the query names it", c)
 	}
 	floor := h.MinScore

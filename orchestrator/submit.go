@@ -77,6 +77,9 @@ func (o *Orchestrator) plan(ctx context.Context, cp *Checkpoint, sub events.Work
 		span.SetAttributes(attrPlanned.String("submitted"))
 	} else {
 		cp.Plan, why = o.planQuery(pctx, sub.Query)
+		if p, lifted := autoIngest(cp.Plan, sub.Metadata); lifted {
+			cp.Plan, why = p, why+"; ingest without approval ("+MetadataAutoIngest+")"
+		}
 		// The planner fell back (the LLM failed, or no planner could run).
 		span.SetAttributes(attrPlanned.String(why), attrFallback.Bool(strings.Contains(why, " failed")))
 		why = "; " + why
