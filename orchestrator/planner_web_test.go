@@ -144,4 +144,6 @@ func TestWebAutoIngestMetadataLiftsTheApproval(t *testing.T) {
 	})
 }
 
-func echoFn(_ context.Context, req agents.Request) (json.RawMessage, error) { return json.Marshal(req.StepID) }
+func echoFn(_ context.Context, req agents.Request) (json.RawMessage, error) {
+	return json.Marshal(req.StepID)
+}
