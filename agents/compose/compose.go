@@ -123,6 +123,9 @@ type Citation struct {
 	Title   string `json:"title,omitempty"`
 	Source  string `json:"source,omitempty"`
 	ChunkID string `json:"chunk_id"`
+	// URL is the web page cited, for a web result (or a web page
+	// ingested earlier); empty for a local document.
+	URL string `json:"url,omitempty"`
 }
 
 // hit is the part of a search hit the composer reads.
@@ -132,6 +135,8 @@ type hit struct {
 	Title  string `json:"title"`
 	Text   string `json:"text"`
 	Source string `json:"source"`
+	// Metadata carries a web page's "url".
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 // searchOutput is the part of the search step's output read here.
@@ -160,7 +165,7 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	if query == "" {
 		query = strings.TrimSpace(found.Query)
 	}
-	hits := usable(found.Hits)
+	hits := withWeb(usable(found.Hits), webHits(req))
 	facts := remembered(req)
 	k := a.cfg.SummarySentences
 	if report {
@@ -182,6 +187,9 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 		} else {
 			out.Method = MethodLLM
 		}
+	}
+	if !report {
+		c.add(c.webSources())
 	}
 	if err := c.stream(ctx); err != nil && ctx.Err() != nil {
 		return nil, ctx.Err()

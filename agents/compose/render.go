@@ -46,7 +46,7 @@ func (c *composition) citations() []Citation {
 	out := make([]Citation, 0, len(c.refs))
 	for _, r := range c.refs {
 		hit := c.hits[r.hit]
-		out = append(out, Citation{N: r.n, DocID: hit.DocID, Title: hit.Title, Source: hit.Source, ChunkID: hit.ID})
+		out = append(out, Citation{N: r.n, DocID: hit.DocID, Title: hit.Title, Source: hit.Source, ChunkID: hit.ID, URL: urlOf(hit)})
 	}
 	return out
 }
