@@ -5,7 +5,7 @@ BIN         ?= bin/agentbus
 ARGS        ?=
 NPM         ?= npm
 
-.PHONY: run build test web web-test lint bench fuzz cluster cluster-down clean
+.PHONY: run build test web web-test lint bench bench-dashboard fuzz cluster cluster-down clean
 
 # -buildvcs=auto stamps the commit into the binary (agentbus version)
 # even where GOFLAGS turns it off; a tree without git builds all the same.
@@ -49,6 +49,12 @@ lint:
 ## bench: the benchmarks, each beside its baseline in the same run
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./...
+
+## bench-dashboard: 2,000 events streamed to the dashboard in headless
+## Chromium: time to show the last one and the longest frame meanwhile
+## (figures in the log; with AGENTBUS_ARTIFACTS=DIR, also DIR/dashboard-stream.json)
+bench-dashboard:
+	AGENTBUS_BENCH_DASHBOARD=1 $(GO) test -count=1 -v -run '^TestDashboardStream$$' ./internal/e2e/
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s

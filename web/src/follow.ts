@@ -247,17 +247,30 @@ export class Follower {
   }
 }
 
-/** frameSchedule flushes on the next animation frame, or within 50 ms when the tab is hidden (no frames then). */
-export function frameSchedule(fn: () => void): void {
-  let done = false;
-  const run = () => {
-    if (!done) {
+/**
+ * frameScheduler returns a schedule for Follower: a flush runs on an
+ * animation frame (or within 50 ms when the tab is hidden and has none), and
+ * at most once every minGapMs, so that a burst of events renders a few times
+ * a second, each time with all that arrived, instead of on every frame.
+ */
+export function frameScheduler(minGapMs = 100): (fn: () => void) => void {
+  let last = 0;
+  return (fn) => {
+    let done = false;
+    const run = () => {
+      if (done) return;
       done = true;
+      last = performance.now();
       fn();
-    }
+    };
+    const wait = Math.max(0, last + minGapMs - performance.now());
+    const arm = () => {
+      requestAnimationFrame(run);
+      setTimeout(run, 50);
+    };
+    if (wait > 0) setTimeout(arm, wait);
+    else arm();
   };
-  requestAnimationFrame(run);
-  setTimeout(run, 50);
 }
 
 /** wsURL turns a path into a same-origin WebSocket address. */

@@ -26,10 +26,16 @@ export function between(a?: string, b?: string | number): number | undefined {
   return Number.isFinite(t0) && Number.isFinite(t1) ? t1 - t0 : undefined;
 }
 
+// One formatter for every clock(): toLocaleTimeString makes a new one per
+// call, which costs more than the rest of a log row's rendering.
+let hms: Intl.DateTimeFormat | undefined;
+
 export function clock(iso?: string): string {
   if (!iso) return '';
   const d = new Date(iso);
-  return d.toLocaleTimeString([], { hour12: false }) + '.' + String(d.getMilliseconds()).padStart(3, '0');
+  if (Number.isNaN(d.getTime())) return '';
+  hms ??= new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+  return hms.format(d) + '.' + String(d.getMilliseconds()).padStart(3, '0');
 }
 
 export const stateLabel: Record<string, string> = {

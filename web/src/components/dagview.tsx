@@ -56,7 +56,7 @@ export function DagView(props: { steps: PlanStep[]; stages?: string[][]; views: 
                 <span class="n-state">{stepLabel[v.state]}</span>
                 <span class="n-cap" title={sub}>{sub}</span>
               </span>
-              <span class="bar" aria-hidden="true"><span class="fill" style={{ width: `${barWidth(v)}%` }} /></span>
+              <span class="bar" aria-hidden="true"><span class="fill" style={{ transform: `scaleX(${barWidth(v) / 100})` }} /></span>
             </button>
           );
         })}

@@ -10,6 +10,8 @@ export interface LogRow {
   frame: Frame;
   /** kind: an event, or a reset marker the user must see. */
   kind: 'event' | 'reset';
+  /** text caches the row's time and summary, made once when first shown. */
+  text?: { time: string; what: string };
 }
 
 const rowH = 26;
@@ -23,8 +25,10 @@ export function EventLog({ rows, version, height = 360 }: { rows: LogRow[]; vers
   useLayoutEffect(() => {
     const el = box.current;
     if (el && follow) {
-      el.scrollTop = el.scrollHeight;
-      setTop(el.scrollTop);
+      // The bottom is known without asking the layout (no forced reflow).
+      const bottom = Math.max(0, rows.length * rowH - height);
+      el.scrollTop = bottom;
+      setTop(bottom);
     }
   }, [version, follow]);
 
@@ -46,13 +50,14 @@ export function EventLog({ rows, version, height = 360 }: { rows: LogRow[]; vers
           {slice.map((r, i) => {
             const f = r.frame;
             const idx = first + i;
+            r.text ??= { time: clock(f.time), what: summary(f) };
             return (
               <div key={idx} class={`row t-${f.type} ${r.kind}`} style={{ top: `${idx * rowH}px` }} data-offset={f.offset}>
                 <span class="l-off mono">{r.kind === 'reset' ? '⟲' : f.offset}</span>
-                <span class="l-time mono">{clock(f.time)}</span>
+                <span class="l-time mono">{r.text.time}</span>
                 <span class="l-type"><span class={`badge b-${f.type}`}>{f.type}</span></span>
                 <span class="l-step mono">{f.step_id ?? ''}</span>
-                <span class="l-msg" title={summary(f)}>{summary(f)}</span>
+                <span class="l-msg" title={r.text.what}>{r.text.what}</span>
               </div>
             );
           })}

@@ -12,7 +12,7 @@ import { EventLog, type LogRow } from '../components/eventlog';
 import { Json } from '../components/json';
 import { LinkDot, StatusPill } from '../components/status';
 import { between, ms } from '../format';
-import { Follower, frameSchedule, wsURL, type Frame, type LinkState } from '../follow';
+import { Follower, frameScheduler, wsURL, type Frame, type LinkState } from '../follow';
 import { navigate, onLink } from '../router';
 import { onEvent, stepState, type Live } from '../steps';
 import { Approvals, Controls } from './workflow_controls';
@@ -68,7 +68,7 @@ export function WorkflowPage({ id }: { id: string }) {
     const f = new Follower({
       url: (c) => wsURL(`${wfPath(id)}/ws?${c.query()}`),
       finite: true,
-      schedule: frameSchedule,
+      schedule: frameScheduler(),
       onState: (s, detail) => {
         setLink({ s, detail });
         stats.current.connections = f.connections;

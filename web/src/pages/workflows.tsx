@@ -5,7 +5,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { get, terminal, wfPath, type Summary, type WorkflowState } from '../api';
 import { LinkDot, StatusPill } from '../components/status';
 import { ago, between, ms } from '../format';
-import { Follower, frameSchedule, wsURL, type Frame, type LinkState } from '../follow';
+import { Follower, frameScheduler, wsURL, type Frame, type LinkState } from '../follow';
 import { onLink } from '../router';
 
 const pageSize = 25;
@@ -62,7 +62,7 @@ export function WorkflowsPage() {
   useEffect(() => {
     const f = new Follower({
       url: (c) => wsURL(c.epoch ? `/v1/ws?${c.query()}` : '/v1/ws'),
-      schedule: frameSchedule,
+      schedule: frameScheduler(),
       onState: setLink,
       onFrames: (batch) => {
         let changed = false;
