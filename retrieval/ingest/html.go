@@ -44,7 +44,11 @@ func extractHTML(name string, data []byte) (Extracted, error) {
 	}
 	var b strings.Builder
 	writeBlocks(&b, root)
-	return Extracted{Title: strings.Join(strings.Fields(title), " "), Sections: []Section{{Text: b.String()}}}, nil
+	// A page that says UTF-8 (or says nothing) but is not: its bad bytes
+	// pass through the parser; they become U+FFFD here.
+	text := strings.ToValidUTF8(b.String(), "\uFFFD")
+	title = strings.ToValidUTF8(strings.Join(strings.Fields(title), " "), "\uFFFD")
+	return Extracted{Title: title, Sections: []Section{{Text: text}}}, nil
 }
 
 // writeBlocks writes n's text: a heading as "## text", each block element
