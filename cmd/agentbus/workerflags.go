@@ -23,7 +23,9 @@ import (
 	"github.com/agentbus/agentbus/agents/profiles"
 	"github.com/agentbus/agentbus/agents/routing"
 	"github.com/agentbus/agentbus/agents/search"
+	"github.com/agentbus/agentbus/agents/selectweb"
 	"github.com/agentbus/agentbus/agents/sleep"
+	"github.com/agentbus/agentbus/agents/websearch"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/llm"
 	"github.com/agentbus/agentbus/retrieval"
@@ -34,7 +36,7 @@ import (
 func builtinNames() []string {
 	names := []string{echo.Capability, sleep.Capability, entities.Capability, enhance.Capability, profiles.Capability,
 		routing.Capability, search.Capability, compose.CapabilitySummarize, compose.CapabilityDetailedReport, memory.Capability,
-		ingest.Capability}
+		ingest.Capability, websearch.Capability, selectweb.Capability}
 	sort.Strings(names)
 	return names
 }
@@ -56,6 +58,9 @@ type agentDeps struct {
 	lenient bool
 	// metrics, when set, records the worker runtime and search metrics.
 	metrics *appMetrics
+	// web configures web_search and select (webflags.go); nil: defaults,
+	// no provider.
+	web *webFlags
 }
 
 // builtinAgents builds the agents serving caps, one per agent (summarize
@@ -92,6 +97,9 @@ func builtinAgents(ctx context.Context, caps []string, d agentDeps) (list []agen
 		return b, nil
 	}
 	seen := map[string]bool{}
+	// The default capabilities include the web graph's, served only with
+	// a provider; a list given by hand asks for what it names.
+	explicit := !slices.Equal(caps, builtinNames())
 	for _, c := range caps {
 		if c == compose.CapabilityDetailedReport {
 			c = compose.CapabilitySummarize
@@ -131,6 +139,11 @@ func builtinAgents(ctx context.Context, caps []string, d agentDeps) (list []agen
 				break
 			}
 			a, err = ingestAgent(ctx, d, b, &closers)
+		case websearch.Capability, selectweb.Capability:
+			var ok bool
+			if a, ok, err = webAgent(c, d, explicit); err == nil && !ok {
+				continue
+			}
 		case memory.Capability:
 			var kv *bus.KV
 			if kv, err = d.b.KV(ctx, subjects.BucketMemory); err != nil {
@@ -175,6 +188,8 @@ type workerFlags struct {
 	retryBase, retryMax, shutdownGrace time.Duration
 	// tracer, when set, records the workers' spans (otel.go).
 	tracer trace.TracerProvider
+	// web configures the web graph's agents (webflags.go).
+	web webFlags
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -188,12 +203,14 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.retryBase, "retry-base", 250*time.Millisecond, "first retry delay of a failing step (doubles each time)")
 	fl.DurationVar(&f.retryMax, "retry-max", 10*time.Second, "longest retry delay")
 	fl.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, time for in-flight steps to finish before they are handed back")
+	f.web.register(cmd)
 }
 
 // worker builds the worker these flags describe; close releases what its
 // agents opened, after the worker stopped.
 func (f *workerFlags) worker(ctx context.Context, d agentDeps) (*agents.Worker, func(), error) {
 	d.backend = d.metrics.searchBackend(d.backend)
+	d.web = &f.web
 	list, closeAgents, err := builtinAgents(ctx, f.capabilities, d)
 	if err != nil {
 		return nil, nil, err
