@@ -26,7 +26,7 @@ export function Checkpoints(props: { revisions: Revision[] | null; mayFork: bool
               </div>
               <div class="tl-row">
                 <span class="muted small tl-what" title={`phase ${cp.phase} · ${r.checkpoint_status}`}>
-                  {done}/{cp.plan?.steps?.length ?? tasks.length} done · {(cp.phase ?? '').replace(/_/g, ' ')}{r.checkpoint_status === 'superseded' ? '' : ` · ${r.checkpoint_status}`}
+                  {done}/{cp.plan?.steps?.length ?? tasks.length} done · {(cp.phase ?? '').replace(/_/g, ' ')}{r.checkpoint_status === 'superseded' || r.checkpoint_status === cp.status ? '' : ` · ${r.checkpoint_status}`}
                 </span>
                 <span class="spacer" />
                 {props.mayFork && (
