@@ -66,6 +66,9 @@ func NewChunker(cfg ChunkerConfig) (*Chunker, error) {
 	return &Chunker{cfg: cfg}, nil
 }
 
+// MaxChars is the most characters (runes) a chunk holds, as configured.
+func (c *Chunker) MaxChars() int { return c.cfg.MaxChars }
+
 // TitleSeparator joins a document's title and the headings above a chunk.
 const TitleSeparator = " › "
 

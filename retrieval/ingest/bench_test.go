@@ -82,7 +82,7 @@ func BenchmarkExtract(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				cs := ingest.Chunks(ch, 800, retrieval.Document{ID: name, Title: "T"}, ex)
+				cs := ingest.Chunks(ch, 0, retrieval.Document{ID: name, Title: "T"}, ex)
 				text, chunks = 0, len(cs)
 				for _, c := range cs {
 					text += len(c.Text)

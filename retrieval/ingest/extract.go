@@ -140,10 +140,14 @@ func extractText(name string, f Format, data []byte) (Extracted, error) {
 
 // Chunks cuts an extracted file into the chunks of document doc (its ID,
 // Title, Source and Metadata; doc.Text is ignored): sections' text by the
-// chunker, tables by rows with the header first in every chunk. Chunk
+// chunker, tables by rows with the header first in every chunk, a table
+// chunk at most maxChars characters (0 or less: the chunker's MaxChars). Chunk
 // IDs are "<doc id>#<n>", n from 0 across all sections, and each chunk's
 // metadata is doc's, then the extraction's, then its section's.
 func Chunks(ch *retrieval.Chunker, maxChars int, doc retrieval.Document, ex Extracted) []retrieval.Chunk {
+	if maxChars <= 0 {
+		maxChars = ch.MaxChars()
+	}
 	var out []retrieval.Chunk
 	for _, s := range ex.Sections {
 		md := maps.Clone(doc.Metadata)

@@ -26,7 +26,7 @@ func checkExtract(t *testing.T, name string, data []byte) {
 		return
 	}
 	ch, _ := retrieval.NewChunker(retrieval.ChunkerConfig{})
-	for _, c := range ingest.Chunks(ch, 800, retrieval.Document{ID: "d"}, ex) {
+	for _, c := range ingest.Chunks(ch, 0, retrieval.Document{ID: "d"}, ex) {
 		if !utf8.ValidString(c.Text) || c.Text == "" {
 			t.Fatalf("chunk %s text %q: want valid UTF-8, not empty", c.ID, c.Text)
 		}

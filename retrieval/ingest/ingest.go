@@ -151,10 +151,9 @@ func (s Summary) Err() error {
 // Ingester writes documents into one tenant's index. It is not safe for
 // concurrent use: run one at a time per journal.
 type Ingester struct {
-	cfg      Config
-	chunker  *retrieval.Chunker
-	maxChars int
-	store    retrieval.DocumentStore // nil: write with Index
+	cfg     Config
+	chunker *retrieval.Chunker
+	store   retrieval.DocumentStore // nil: write with Index
 }
 
 // New returns an Ingester for cfg after applying its defaults.
@@ -167,10 +166,7 @@ func New(cfg Config) (*Ingester, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	in := &Ingester{cfg: cfg, chunker: ch, maxChars: cfg.Chunker.MaxChars}
-	if in.maxChars == 0 {
-		in.maxChars = 800 // the chunker's default
-	}
+	in := &Ingester{cfg: cfg, chunker: ch}
 	if d, ok := cfg.Backend.(retrieval.DocumentStore); ok && !cfg.AppendOnly {
 		in.store = d
 	}

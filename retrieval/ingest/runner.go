@@ -173,7 +173,7 @@ func (r *runner) extracted(f fileEntry, ex Extracted) {
 	if !r.unique(doc.ID, f.display, 0) {
 		return
 	}
-	r.buffer(doc.ID, Chunks(r.in.chunker, r.in.maxChars, doc, ex))
+	r.buffer(doc.ID, Chunks(r.in.chunker, 0, doc, ex))
 }
 
 // unique records id as seen at file:line, or reports it as a duplicate.
