@@ -91,26 +91,28 @@ func openHexString(data []byte) bool {
 			// pair starts; end of data anywhere before is the hang, and a
 			// pair that is not hex makes the reader panic (caught).
 			j := i + 1
-			for {
+			next := func() (byte, bool) { // the next byte that is not white space
 				for j < len(data) && pdfSpace(data[j]) {
 					j++
 				}
 				if j == len(data) {
+					return 0, false
+				}
+				j++
+				return data[j-1], true
+			}
+			for {
+				c, ok := next()
+				if !ok {
 					return true
 				}
-				c := data[j]
-				j++
 				if c == '>' {
 					break
 				}
-				for j < len(data) && pdfSpace(data[j]) {
-					j++
-				}
-				if j == len(data) {
+				c2, ok := next()
+				if !ok {
 					return true
 				}
-				c2 := data[j]
-				j++
 				if !isHex(c) || !isHex(c2) {
 					return false
 				}

@@ -3,7 +3,6 @@ package vespa
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agentbus/agentbus/retrieval"
 )
@@ -196,29 +194,11 @@ func selection(doctype, docID string, keep int64) (string, error) {
 	return sel, nil
 }
 
-// selectionString quotes s as a document selection string literal:
-// '\' and '"' are escaped; control characters and invalid UTF-8 are
-// refused.
-func selectionString(s string) (string, error) {
-	if !utf8.ValidString(s) {
-		return "", errors.New("invalid UTF-8")
-	}
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			return "", fmt.Errorf("control character %U", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String(), nil
-}
+// selectionString quotes s as a document selection string literal. The
+// selection language escapes strings as YQL does ('\' and '"'
+// backslash-escaped), so this is yqlString, which also refuses control
+// characters and invalid UTF-8.
+func selectionString(s string) (string, error) { return yqlString(s) }
 
 // collectionURL is Document v1's URL for a selection over doctype.
 func (b *Backend) collectionURL(doctype string, q url.Values) string {

@@ -32,17 +32,7 @@ func (s *Server) collection(w http.ResponseWriter, r *http.Request, ns, doctype 
 	q := r.URL.Query()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.feeds++
-	s.requests = append(s.requests, r.Method+" "+r.URL.RequestURI())
-	if f, ok := next(&s.feedF); ok {
-		if f.RetryAfter > 0 {
-			w.Header().Set("Retry-After", fmt.Sprint(f.RetryAfter))
-		}
-		docErr(f.Status, f.Message)
-		return
-	}
-	if !s.known(doctype) {
-		docErr(http.StatusBadRequest, fmt.Sprintf("Document type %s does not exist", doctype))
+	if !s.admit(w, r, doctype, docErr) {
 		return
 	}
 	if q.Get("cluster") == "" {

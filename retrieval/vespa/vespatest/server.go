@@ -181,17 +181,7 @@ func (s *Server) document(w http.ResponseWriter, r *http.Request) {
 	docID := fmt.Sprintf("id:%s:%s::%s", ns, doctype, id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.feeds++
-	s.requests = append(s.requests, r.Method+" "+r.URL.RequestURI())
-	if f, ok := next(&s.feedF); ok {
-		if f.RetryAfter > 0 {
-			w.Header().Set("Retry-After", fmt.Sprint(f.RetryAfter))
-		}
-		docErr(f.Status, f.Message)
-		return
-	}
-	if !s.known(doctype) {
-		docErr(http.StatusBadRequest, fmt.Sprintf("Document type %s does not exist", doctype))
+	if !s.admit(w, r, doctype, docErr) {
 		return
 	}
 	switch r.Method {
@@ -216,6 +206,26 @@ func (s *Server) document(w http.ResponseWriter, r *http.Request) {
 	default:
 		docErr(http.StatusMethodNotAllowed, "Method "+r.Method+" not supported here")
 	}
+}
+
+// admit counts and records a Document v1 request and answers it with a
+// queued fault or, for an unknown document type, Vespa's error; it
+// reports whether the request is to be served. The caller holds s.mu.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, doctype string, docErr func(int, string)) bool {
+	s.feeds++
+	s.requests = append(s.requests, r.Method+" "+r.URL.RequestURI())
+	if f, ok := next(&s.feedF); ok {
+		if f.RetryAfter > 0 {
+			w.Header().Set("Retry-After", fmt.Sprint(f.RetryAfter))
+		}
+		docErr(f.Status, f.Message)
+		return false
+	}
+	if !s.known(doctype) {
+		docErr(http.StatusBadRequest, fmt.Sprintf("Document type %s does not exist", doctype))
+		return false
+	}
+	return true
 }
 
 // decodePut checks a put body against the schema as Vespa would.
