@@ -1,16 +1,13 @@
 package orchestrator_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/agents/compose"
 	"github.com/agentbus/agentbus/agents/entities"
 	"github.com/agentbus/agentbus/agents/ingest"
@@ -43,7 +40,7 @@ var webPages = []websearchtest.Page{
 const webKey = "tvly-test-key"
 
 // webStack is a server, an orchestrator with the default planner and one
-// worker serving the simple flow, the web graph (web_search on the fake
+// worker serving echo, the simple flow, the web graph (web_search on the fake
 // Tavily), ingest, on one embedded index.
 type webStack struct {
 	*stack
@@ -89,26 +86,7 @@ func startWebStack(t *testing.T) *webStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	log := bustest.Logger(t)
-	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{ws, sel, ing, srch, comp, ents}, Logger: log,
-		RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	o, err := orchestrator.New(ctx, orchestrator.Config{Bus: env.Bus, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = w.Run(ctx) }()
-	go func() { defer wg.Done(); _ = o.Run(ctx) }()
-	return &webStack{stack: &stack{env: env, orch: o}, fake: fake, index: ix}
+	return &webStack{stack: startOn(t, env, ws, sel, ing, srch, comp, ents), fake: fake, index: ix}
 }
 
 // found reports whether the tenant's index finds word.
