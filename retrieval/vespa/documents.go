@@ -3,6 +3,7 @@ package vespa
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentbus/agentbus/retrieval"
@@ -66,8 +68,10 @@ func (b *Backend) Replace(ctx context.Context, tenant, docID string, chunks []re
 	return err
 }
 
-// ReplaceBatch replaces each document in turn, as Replace does, stopping
-// at the first failure.
+// ReplaceBatch replaces the documents as Replace does, FeedConcurrency
+// documents at a time (each document's puts are themselves concurrent),
+// and returns every document's failure joined; the documents that did
+// not fail are replaced.
 func (b *Backend) ReplaceBatch(ctx context.Context, tenant string, docs []retrieval.Version) error {
 	if _, err := b.DocType(tenant); err != nil {
 		return err
@@ -76,12 +80,25 @@ func (b *Backend) ReplaceBatch(ctx context.Context, tenant string, docs []retrie
 	if err != nil {
 		return err
 	}
-	for _, v := range docs {
-		if err := b.Replace(ctx, tenant, v.DocID, v.Chunks); err != nil {
-			return fmt.Errorf("vespa: replace document %q: %w", v.DocID, err)
+	errs := make([]error, len(docs))
+	sem := make(chan struct{}, b.cfg.FeedConcurrency)
+	var wg sync.WaitGroup
+	for i, v := range docs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			errs[i] = fmt.Errorf("vespa: replace document %q: %w", v.DocID, ctx.Err())
+			continue
 		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := b.Replace(ctx, tenant, v.DocID, v.Chunks); err != nil {
+				errs[i] = fmt.Errorf("vespa: replace document %q: %w", v.DocID, err)
+			}
+		})
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Delete removes every chunk of the document: a visit counts them, then
