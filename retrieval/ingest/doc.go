@@ -20,7 +20,8 @@
 // The format is decided by Detect from the extension and the content
 // (magic bytes, http.DetectContentType, the parts a zip holds): a PDF
 // named .txt is read as PDF, an upload without an extension is sniffed,
-// and binary content named as text is refused. Extract reads one file's
+// and binary content named as text is refused, as are Office 97–2003
+// files and password-protected Office files (with a hint to resave them). Extract reads one file's
 // text; Chunks cuts it into chunks; the Ingester does both and writes the
 // chunks to the tenant's index in batches — as whole documents through
 // retrieval.DocumentStore.ReplaceBatch when the backend is one, so a

@@ -169,6 +169,9 @@ func FormatOf(name string) Format {
 // Text content with a text extension keeps the extension's format.
 func Detect(name string, data []byte) (Format, error) {
 	byName := FormatOf(name)
+	if bytes.HasPrefix(data, oleMagic) {
+		return "", fileErr(name, byName, ErrUnsupported, "a legacy Office file (.doc, .xls, .ppt) or a password-protected one; save it as .docx or .xlsx without a password")
+	}
 	byContent := sniff(data)
 	switch {
 	case byContent == "" && byName == "":
@@ -200,6 +203,10 @@ func Detect(name string, data []byte) (Format, error) {
 	}
 	return f, nil
 }
+
+// oleMagic starts an OLE compound file: Office 97–2003 documents, and
+// Office 2007+ files encrypted with a password.
+var oleMagic = []byte{0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1}
 
 // Results of sniff besides a Format.
 const (

@@ -210,6 +210,8 @@ func TestBadFiles(t *testing.T) {
 		{"utf-16", "x.txt", []byte("\xff\xfeh\x00i\x00"), ingest.Limits{}, ingest.ErrInvalidUTF8, "UTF-16 text; save it as UTF-8"},
 		{"binary named markdown", "x.md", []byte("\x00\x01\x02\x03binary"), ingest.Limits{}, ingest.ErrMismatch, "binary"},
 		{"text named pdf", "x.pdf", []byte("just text"), ingest.Limits{}, ingest.ErrMismatch, "not pdf"},
+		{"legacy office", "old.doc", append([]byte{0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1}, make([]byte, 512)...), ingest.Limits{}, ingest.ErrUnsupported, "save it as .docx or .xlsx"},
+		{"encrypted xlsx", "secret.xlsx", append([]byte{0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1}, make([]byte, 512)...), ingest.Limits{}, ingest.ErrUnsupported, "password-protected"},
 		{"unknown binary", "x.bin", []byte("\x00\x01\x02\x03"), ingest.Limits{}, ingest.ErrUnsupported, "unsupported file type"},
 		{"plain zip", "x.zip", ingesttest.ManyEntries(1)[:0:0], ingest.Limits{}, ingest.ErrUnsupported, ""},
 		{"empty csv", "x.csv", []byte("\n\n"), ingest.Limits{}, ingest.ErrEmpty, ""},
