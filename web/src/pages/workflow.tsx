@@ -222,7 +222,7 @@ export function WorkflowPage({ id }: { id: string }) {
             {answerText || !done || !wf?.result ? (
               <Answer text={answerText} streaming={!done} citations={citations} onCite={(n) => { setCite(n); setSelected(undefined); }} active={cite} />
             ) : (
-              <Json label="Result (no answer text: the outputs of the plan's last steps)" value={wf.result} />
+              <Json label="The outputs of the plan's last steps" value={wf.result} />
             )}
             {others.length > 0 && (
               <div class="artifacts">
