@@ -67,7 +67,10 @@ func AsksForCurrent(query string, year int) (bool, string) {
 // requires approval: an approval holds a step's result before its
 // dependents run, so a human sees what would be ingested and nothing is
 // indexed (or cited) unless they approve; rejecting ends the workflow
-// with nothing ingested. MetadataAutoIngest lifts it (autoIngest).
+// with nothing ingested. MetadataAutoIngest lifts it (autoIngest). The
+// ingest step is optional: the answer does not wait for it, and a
+// selection with nothing in it (which ingest refuses) or a failed write
+// leaves the answer standing, the result marked partial.
 func withWeb(p events.Plan, shape, query string, have map[string]bool, year int) (events.Plan, string) {
 	if len(missing(webNeeds, have)) > 0 || len(p.Steps) == 0 {
 		return p, shape
@@ -82,7 +85,7 @@ func withWeb(p events.Plan, shape, query string, have map[string]bool, year int)
 	web := []events.PlanStep{
 		{ID: CapabilityWebSearch, Capability: CapabilityWebSearch, Input: queryInput(query, false)},
 		{ID: CapabilitySelect, Capability: CapabilitySelect, Input: queryInput(query, false), DependsOn: []string{CapabilityWebSearch}, RequiresApproval: true},
-		{ID: CapabilityIngest, Capability: CapabilityIngest, Input: ingestIn, DependsOn: []string{CapabilitySelect}},
+		{ID: CapabilityIngest, Capability: CapabilityIngest, Input: ingestIn, DependsOn: []string{CapabilitySelect}, Optional: true},
 	}
 	p.Steps = append(web, p.Steps...)
 	return p, shape + " beside web_search → select (approval) → ingest, for " + why

@@ -59,6 +59,9 @@ func TestWebPlannerPlansTheWebGraphBesideTheFlow(t *testing.T) {
 			if got := s.RequiresApproval; got != (s.ID == "select") {
 				t.Errorf("step %s requires_approval %v", s.ID, got)
 			}
+			if s.Optional != (s.ID == "ingest") {
+				t.Errorf("step %s optional %v", s.ID, s.Optional)
+			}
 		}
 		if _, err := orchestrator.Stages(p); err != nil {
 			t.Fatal(err)

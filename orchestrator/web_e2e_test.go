@@ -220,6 +220,23 @@ func TestWebGraphEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("nothing worth keeping: no decision asked, the answer stands", func(t *testing.T) {
+		s.fake.SetPages(webPages[2:]...) // too thin, and noindex
+		t.Cleanup(func() { s.fake.SetPages(webPages...) })
+		submit(t, s.env.Bus, "epsilon", "webnone", events.WorkflowSubmitted{Query: webQuery})
+		rs := collect(t, s.env.Bus, "epsilon", "webnone")
+		if end := last(t, rs); end.Type != events.TypeComplete {
+			t.Fatalf("ended %s: %s", end.Type, describe(rs))
+		}
+		cp, _ := s.orch.Checkpoint(t.Context(), "epsilon", "webnone")
+		if a := cp.Tasks["select"].Approval; a == nil || a.State != orchestrator.ApprovalAuto {
+			t.Fatalf("select approval %+v", a)
+		}
+		if cp.Tasks["summarize"].Status != events.StateCompleted {
+			t.Fatalf("summarize %s", cp.Tasks["summarize"].Status)
+		}
+	})
+
 	t.Run("provider 401: a failed step naming the key variable", func(t *testing.T) {
 		s.fake.FailAlways(&websearchtest.Failure{Status: http.StatusUnauthorized})
 		t.Cleanup(func() { s.fake.FailAlways(nil) })

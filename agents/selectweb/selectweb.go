@@ -133,6 +133,10 @@ type Output struct {
 	Query     string     `json:"query,omitempty"`
 	Documents []Document `json:"documents"`
 	Dropped   []Dropped  `json:"dropped"`
+	// Confidence is 1 when nothing was kept: with nothing to ingest, a
+	// select step that requires approval is auto-approved rather than
+	// asking a human about an empty list. It is absent otherwise.
+	Confidence *float64 `json:"confidence,omitempty"`
 }
 
 // Input is the step's input: results to select from directly, for a plan
@@ -161,6 +165,10 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	}
 	out := a.Select(batches...)
 	out.Query = agentkit.QueryOf(req, in.Query)
+	if len(out.Documents) == 0 {
+		sure := 1.0
+		out.Confidence = &sure
+	}
 	agentkit.Progress(ctx, emit, 100, fmt.Sprintf("kept %d web results, dropped %d", len(out.Documents), len(out.Dropped)))
 	return json.Marshal(out)
 }

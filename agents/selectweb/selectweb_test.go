@@ -161,3 +161,23 @@ func TestWebSelectConfig(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestWebSelectNothingKeptIsSure(t *testing.T) {
+	a, _ := selectweb.New(selectweb.Config{})
+	run := func(results ...selectweb.Result) selectweb.Output {
+		in, _ := json.Marshal(map[string]any{"results": results})
+		raw, err := a.Handle(context.Background(), agents.Request{StepID: "select", Input: in}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out selectweb.Output
+		_ = json.Unmarshal(raw, &out)
+		return out
+	}
+	if out := run(selectweb.Result{URL: "https://a.example", Snippet: "short"}); out.Confidence == nil || *out.Confidence != 1 {
+		t.Fatalf("nothing kept, confidence %v", out.Confidence)
+	}
+	if out := run(res("https://a.example", 1)); out.Confidence != nil {
+		t.Fatalf("a kept page must be decided by a human, confidence %v", *out.Confidence)
+	}
+}

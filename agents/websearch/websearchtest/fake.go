@@ -68,6 +68,13 @@ func New(t testing.TB, key string, pages ...Page) *Fake {
 	return f
 }
 
+// SetPages replaces the pages the fake knows.
+func (f *Fake) SetPages(pages ...Page) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pages = pages
+}
+
 // FailNext makes the next len(fs) requests fail as given.
 func (f *Fake) FailNext(fs ...Failure) {
 	f.mu.Lock()
