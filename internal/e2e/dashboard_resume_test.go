@@ -3,7 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,4 +72,100 @@ func TestDashboardSurvivesGatewayRestart(t *testing.T) {
 	t.Logf("%d events shown once each over %d connections (%d events before the restart, %d duplicates dropped)",
 		len(after.Offsets), after.Connections, len(before.Offsets), after.Duplicates)
 	d.shot(t, "workflow-after-restart")
+}
+
+// cutProxy forwards TCP connections to a target until cut closes them all
+// at once, as a network that drops does (the browser sees 1006, not a
+// close frame); new connections go through again.
+type cutProxy struct {
+	l      net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func startCutProxy(t *testing.T, target string) *cutProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{l: l, target: target}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go p.pipe(c)
+		}
+	}()
+	t.Cleanup(func() { _ = l.Close(); <-done; p.cut() })
+	return p
+}
+
+func (p *cutProxy) pipe(c net.Conn) {
+	u, err := net.Dial("tcp", p.target)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns = append(p.conns, c, u)
+	p.mu.Unlock()
+	go func() { _, _ = io.Copy(u, c); _ = u.Close() }()
+	_, _ = io.Copy(c, u)
+	_ = c.Close()
+}
+
+// cut drops every open connection.
+func (p *cutProxy) cut() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	n := len(p.conns) / 2
+	p.conns = nil
+	return n
+}
+
+// TestDashboardSurvivesNetworkDrop drops the page's connections twice while
+// it follows a workflow: it reconnects from its offset each time and ends
+// with the stream's events, each once.
+func TestDashboardSurvivesNetworkDrop(t *testing.T) {
+	d := startDash(t, stackOptions{}, acmeClient)
+	p := startCutProxy(t, d.addr)
+	page := "http://" + p.l.Addr().String()
+	d.run(t, chromedp.Navigate(page+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="workflows"]`)))
+	id := d.submitPlan(t, acmeClient, "dash-drop", sleepChain(12, 300)...)
+	d.run(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`history.pushState(null, '', '/workflows/%s'); dispatchEvent(new PopStateEvent('popstate'))`, id)))
+	for _, after := range []int{4, 20} {
+		d.until(t, fmt.Sprintf(`window.__agentbus?.log().offsets.length >= %d && window.__agentbus.log().link === 'live'`, after))
+		if n := p.cut(); n == 0 {
+			t.Fatal("no connection to cut")
+		}
+	}
+	d.until(t, `window.__agentbus.log().link === 'done'`)
+	var got shownLog
+	d.eval(t, `window.__agentbus.log()`, &got)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	stored, err := d.storedAs(ctx, "acme", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []uint64
+	for _, e := range stored {
+		want = append(want, e.Offset)
+	}
+	if !slices.Equal(got.Offsets, want) {
+		t.Fatalf("the page shows offsets %v\nthe stream holds   %v", got.Offsets, want)
+	}
+	if got.Connections < 3 || got.Resets != 0 {
+		t.Fatalf("connections %d, resets %d: want two reconnects and no reset", got.Connections, got.Resets)
+	}
+	t.Logf("%d events shown once each over %d connections", len(got.Offsets), got.Connections)
 }
