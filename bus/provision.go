@@ -303,6 +303,9 @@ func (b *Bus) ensureReplicas(ctx context.Context, kind, name string, have jetstr
 // after a scale-up loses nothing. If ctx ends first it says which are
 // still catching up and returns: they are scaled, and JetStream goes on.
 func (b *Bus) awaitCurrent(ctx context.Context, scaled map[string]bool, want int) {
+	if len(scaled) == 0 {
+		return
+	}
 	start := time.Now()
 	for len(scaled) > 0 {
 		for stream := range scaled {

@@ -137,6 +137,10 @@ type timedBackend struct {
 	hist *prometheus.HistogramVec
 }
 
+// Unwrap returns the backend timed, for what it offers beyond Backend
+// (a retrieval.DocumentStore).
+func (b timedBackend) Unwrap() retrieval.Backend { return b.Backend }
+
 func (b timedBackend) Search(ctx context.Context, tenant, profile string, q retrieval.Query) ([]retrieval.Hit, error) {
 	start := time.Now()
 	hits, err := b.Backend.Search(ctx, tenant, profile, q)

@@ -52,6 +52,7 @@ func startServeWith(t *testing.T, f serveFlags, within time.Duration) *started {
 	select {
 	case s.info = <-readyc:
 	case err := <-errc:
+		once.Do(func() { cancel(); stopErr = err }) // stop must not wait for it again
 		t.Fatalf("serve exited before ready: %v", err)
 	case <-time.After(within):
 		t.Fatalf("serve not ready within %s", within)

@@ -164,6 +164,9 @@ func builtinAgents(ctx context.Context, caps []string, d agentDeps) (list []agen
 // ingestAgent builds the ingest agent on the search backend and starts
 // the document operations it answers (list, get, delete).
 func ingestAgent(ctx context.Context, d agentDeps, b retrieval.Backend, closers *[]func()) (agents.Agent, error) {
+	if u, ok := b.(interface{ Unwrap() retrieval.Backend }); ok {
+		b = u.Unwrap() // timed for metrics; the ingest agent only writes
+	}
 	store, err := retrieval.AsDocumentStore(b)
 	if err != nil {
 		return nil, err
