@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,6 +142,21 @@ func TestDashboardViewerAndTenancy(t *testing.T) {
 	if len(ids) != 1 || ids[0] != mine {
 		t.Fatalf("the list shows %v, want only %s", ids, mine)
 	}
+	// New workflows and their changes arrive without a reload; another
+	// tenant's never do.
+	live := d.submitPlan(t, acmeClient, "dash-live", sleepChain(2, 200)...)
+	d.submitPlan(t, betaClient, "dash-live-theirs", sleepChain(1, 1)...)
+	d.visible(t, fmt.Sprintf(`[data-testid="workflows"] tr[data-id=%q][data-status="completed"]`, live))
+	d.eval(t, `[...document.querySelectorAll('[data-testid="workflows"] tbody tr[data-id]')].map((r) => r.dataset.id).sort()`, &ids)
+	if want := []string{"dash-live", mine}; !slices.Equal(ids, want) {
+		t.Fatalf("the live list shows %v, want %v", ids, want)
+	}
+	var buttons int
+	d.eval(t, `document.querySelectorAll('[data-action]').length`, &buttons)
+	if buttons != 0 {
+		t.Fatalf("a viewer sees %d buttons that change state on the list", buttons)
+	}
+	d.shot(t, "workflows-viewer")
 	d.open(t, "/workflows/"+theirs, `[data-testid="not-found"]`)
 	if st := d.call(t, http.MethodGet, "/v1/workflows/"+theirs+"/events", acmeViewer, nil, nil); st != http.StatusNotFound {
 		t.Fatalf("another tenant's events: %d", st)

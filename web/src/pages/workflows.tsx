@@ -3,6 +3,7 @@
 // from its offset after a drop; a reset reloads the list.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { get, terminal, wfPath, type Summary, type WorkflowState } from '../api';
+import { useMayControl } from '../app';
 import { LinkDot, StatusPill } from '../components/status';
 import { ago, between, ms } from '../format';
 import { Follower, frameScheduler, wsURL, type Frame, type LinkState } from '../follow';
@@ -30,6 +31,7 @@ async function loadAll(signal: AbortSignal): Promise<Summary[]> {
 }
 
 export function WorkflowsPage() {
+  const mayControl = useMayControl();
   const rows = useRef(new Map<string, Summary>());
   const [version, setVersion] = useState(0);
   const [loaded, setLoaded] = useState(false);
@@ -127,7 +129,7 @@ export function WorkflowsPage() {
         <h1>Workflows</h1>
         <LinkDot state={link} />
         <div class="spacer" />
-        <a class="button primary" href="/submit" onClick={onLink}>New workflow</a>
+        {mayControl && <a class="button primary" href="/submit" onClick={onLink} data-action="new-workflow">New workflow</a>}
       </div>
       <div class="toolbar" role="search">
         <div class="chips" role="group" aria-label="Filter by status">
