@@ -27,7 +27,7 @@ var trackingParams = []string{"utm_source", "utm_medium", "utm_campaign", "utm_t
 // It reports false for a URL that is not an absolute http(s) URL.
 func NormalizeURL(raw string) (string, bool) {
 	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || u.Host == "" {
+	if err != nil || u.Hostname() == "" {
 		return "", false
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
@@ -37,6 +37,8 @@ func NormalizeURL(raw string) (string, bool) {
 	host := strings.ToLower(u.Hostname())
 	if p := u.Port(); p != "" && !(u.Scheme == "http" && p == "80") && !(u.Scheme == "https" && p == "443") {
 		host = net.JoinHostPort(host, p)
+	} else if strings.Contains(host, ":") {
+		host = "[" + host + "]" // IPv6
 	}
 	u.Host, u.Fragment, u.RawFragment, u.User = host, "", "", nil
 	q := u.Query()
