@@ -240,7 +240,9 @@ func (b *Bus) watchStall(ctx context.Context, last func(context.Context) (uint64
 		newest, err := last(qctx)
 		cancel()
 		if err != nil {
-			b.log.Debug("follower stall check: no answer from the stream", "err", err)
+			b.log.Warn("follower idle, and the stream does not say whether it should be", "cursor", now, "err", err)
+		} else {
+			b.log.Debug("follower idle", "cursor", now, "newest", newest)
 		}
 		if err == nil && newest > now && cursor.Load() == now && !busy.Load() {
 			close(stalled)
