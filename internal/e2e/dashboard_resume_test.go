@@ -23,6 +23,34 @@ type shownLog struct {
 	Link        string   `json:"link"`
 }
 
+// sameAsStored reads the workflow page's log and fails the test unless it
+// holds exactly the workflow's stored events, in order, each once, with
+// contiguous offsets (the test's stack runs one workflow at a time).
+func (d *dash) sameAsStored(t *testing.T, tenant, id string) shownLog {
+	t.Helper()
+	var got shownLog
+	d.eval(t, `window.__agentbus.log()`, &got)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	stored, err := d.storedAs(ctx, tenant, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []uint64
+	for _, e := range stored {
+		want = append(want, e.Offset)
+	}
+	if !slices.Equal(got.Offsets, want) {
+		t.Fatalf("the page shows offsets %v\nthe stream holds   %v", got.Offsets, want)
+	}
+	for i := 1; i < len(want); i++ {
+		if want[i] != want[i-1]+1 {
+			t.Fatalf("stored offsets not contiguous at %d: %v", i, want)
+		}
+	}
+	return got
+}
+
 // TestDashboardSurvivesGatewayRestart kills the gateway under a page that
 // follows a workflow of sleep steps and starts a new one on the same port:
 // the page reconnects from its last offset, and its event log ends
@@ -46,26 +74,7 @@ func TestDashboardSurvivesGatewayRestart(t *testing.T) {
 	// The page notices, reconnects and follows to the end.
 	d.until(t, `window.__agentbus.log().link === 'done'`)
 	d.visible(t, `.page-head .pill[data-state="completed"]`)
-	var after shownLog
-	d.eval(t, `window.__agentbus.log()`, &after)
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	defer cancel()
-	stored, err := d.storedAs(ctx, "acme", id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []uint64
-	for _, e := range stored {
-		want = append(want, e.Offset)
-	}
-	if !slices.Equal(after.Offsets, want) {
-		t.Fatalf("the page shows offsets %v\nthe stream holds   %v", after.Offsets, want)
-	}
-	for i := 1; i < len(want); i++ {
-		if want[i] != want[i-1]+1 {
-			t.Fatalf("stored offsets not contiguous at %d: %v", i, want)
-		}
-	}
+	after := d.sameAsStored(t, "acme", id)
 	if after.Connections < 2 || after.Resets != 0 {
 		t.Fatalf("connections %d, resets %d: want a reconnect and no reset", after.Connections, after.Resets)
 	}
@@ -149,21 +158,7 @@ func TestDashboardSurvivesNetworkDrop(t *testing.T) {
 		}
 	}
 	d.until(t, `window.__agentbus.log().link === 'done'`)
-	var got shownLog
-	d.eval(t, `window.__agentbus.log()`, &got)
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	defer cancel()
-	stored, err := d.storedAs(ctx, "acme", id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []uint64
-	for _, e := range stored {
-		want = append(want, e.Offset)
-	}
-	if !slices.Equal(got.Offsets, want) {
-		t.Fatalf("the page shows offsets %v\nthe stream holds   %v", got.Offsets, want)
-	}
+	got := d.sameAsStored(t, "acme", id)
 	if got.Connections < 3 || got.Resets != 0 {
 		t.Fatalf("connections %d, resets %d: want two reconnects and no reset", got.Connections, got.Resets)
 	}
