@@ -166,9 +166,11 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	}
 	if len(in.Files) == 0 {
 		docs := dependencyDocuments(req.DependencyOutputs)
-		if len(docs) == 0 && len(in.Documents) == 0 {
-			return nil, fmt.Errorf("%w: ingest input: no /files, no /documents, and no documents in the outputs of the steps it depends on", agents.ErrPermanent)
+		if len(docs) == 0 && len(in.Documents) == 0 && len(req.DependencyOutputs) == 0 {
+			return nil, fmt.Errorf("%w: ingest input: no /files, no /documents, and no steps it depends on", agents.ErrPermanent)
 		}
+		// A select step that kept nothing leaves nothing to index: that
+		// is an answer (0 documents), not a failure.
 		return a.documents(ctx, req, emit, append(in.Documents, docs...), in.Metadata)
 	}
 	for i, f := range in.Files {

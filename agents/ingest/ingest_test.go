@@ -128,6 +128,10 @@ func TestDocumentsFromDependencies(t *testing.T) {
 	if _, _, err := run(t, a, "acme", ingest.Input{}, nil); err == nil || !strings.Contains(err.Error(), "no /files") {
 		t.Fatalf("nothing to index: %v, want a permanent error saying so", err)
 	}
+	empty := map[string]json.RawMessage{"select": json.RawMessage(`{"documents":[],"dropped":[{"url":"x","reason":"blocked"}]}`)}
+	if out, _, err := run(t, a, "acme", ingest.Input{}, empty); err != nil || out.Documents != 0 {
+		t.Fatalf("a selection that kept nothing: %+v %v, want 0 documents and no error", out, err)
+	}
 }
 
 func TestDocumentOperations(t *testing.T) {
