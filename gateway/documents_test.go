@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/compose"
 	"github.com/agentbus/agentbus/agents/echo"
 	"github.com/agentbus/agentbus/agents/ingest"
+	"github.com/agentbus/agentbus/agents/search"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/gateway"
 	"github.com/agentbus/agentbus/orchestrator"
@@ -60,7 +62,15 @@ func startDocStackN(t testing.TB, n int, tweak ...func(*gateway.Config)) *docSta
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
 	for range n {
-		w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{echo.Agent{}, ing}, Logger: log, Concurrency: 2})
+		se, err := search.New(search.Config{Backend: ix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		co, err := compose.New(compose.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{echo.Agent{}, ing, se, co}, Logger: log, Concurrency: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,6 +222,31 @@ func TestUploadEveryFormatThenDeleteAndReplace(t *testing.T) {
 		}
 		if hits[0].Metadata["team"] != "docs" {
 			t.Errorf("%s: chunk metadata %v lacks the upload's team=docs", doc, hits[0].Metadata)
+		}
+	}
+
+	// An answer cites the PDF's page and the sheet's rows.
+	for q, want := range map[string]compose.Citation{
+		"how much does the aquifer hold": {DocID: "report.pdf", Page: 2},
+		"how many flywheel parts":        {DocID: "stock.xlsx", Sheet: "Parts", Rows: "2-3"},
+	} {
+		steps := map[string]any{"steps": []map[string]any{{"id": "search", "capability": "search"},
+			{"id": "summarize", "capability": "summarize", "depends_on": []string{"search"}}}}
+		sub := s.mustSubmit(t, map[string]any{"query": q, "plan": steps})
+		_, frames := s.mustFollow(t, sub.EventsURL)
+		last := frames[len(frames)-1]
+		var res struct {
+			Result struct {
+				Citations []compose.Citation `json:"citations"`
+			} `json:"result"`
+		}
+		_ = json.Unmarshal(last.Data, &res)
+		found := false
+		for _, c := range res.Result.Citations {
+			found = found || (c.DocID == want.DocID && c.Page == want.Page && c.Sheet == want.Sheet && c.Rows == want.Rows)
+		}
+		if last.Type != "complete" || !found {
+			t.Errorf("ask %q: %s %+v, want a citation of %+v", q, last.Type, res.Result.Citations, want)
 		}
 	}
 

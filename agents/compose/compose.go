@@ -126,6 +126,11 @@ type Citation struct {
 	// URL is the web page cited, for a web result (or a web page
 	// ingested earlier); empty for a local document.
 	URL string `json:"url,omitempty"`
+	// Page, Sheet and Rows say where in an uploaded file the cited chunk
+	// is: a PDF's page, a spreadsheet's sheet and row range ("2-14").
+	Page  int    `json:"page,omitempty"`
+	Sheet string `json:"sheet,omitempty"`
+	Rows  string `json:"rows,omitempty"`
 }
 
 // hit is the part of a search hit the composer reads.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentbus/agentbus/agents"
@@ -46,7 +47,9 @@ func (c *composition) citations() []Citation {
 	out := make([]Citation, 0, len(c.refs))
 	for _, r := range c.refs {
 		hit := c.hits[r.hit]
-		out = append(out, Citation{N: r.n, DocID: hit.DocID, Title: hit.Title, Source: hit.Source, ChunkID: hit.ID, URL: urlOf(hit)})
+		c := Citation{N: r.n, DocID: hit.DocID, Title: hit.Title, Source: hit.Source, ChunkID: hit.ID, URL: urlOf(hit)}
+		c.Page, c.Sheet, c.Rows = locate(hit.Metadata)
+		out = append(out, c)
 	}
 	return out
 }
@@ -222,4 +225,27 @@ func opening(text string) string {
 		return strings.Join(w[:40], " ") + " …"
 	}
 	return strings.Join(w, " ")
+}
+
+// locate reads where in its file a chunk is from its metadata: a PDF
+// page, a sheet and its rows. JSON numbers arrive as float64.
+func locate(md map[string]any) (page int, sheet, rows string) {
+	num := func(k string) int {
+		switch v := md[k].(type) {
+		case float64:
+			return int(v)
+		case int:
+			return v
+		}
+		return 0
+	}
+	page = num("page")
+	sheet, _ = md["sheet"].(string)
+	if a, b := num("row_start"), num("row_end"); a > 0 {
+		rows = strconv.Itoa(a)
+		if b > a {
+			rows += "-" + strconv.Itoa(b)
+		}
+	}
+	return page, sheet, rows
 }
