@@ -14,9 +14,10 @@ import (
 var dist embed.FS
 
 // ContentSecurityPolicy is sent with every answer: nothing but the page's own
-// origin may provide scripts, styles, images or connections (WebSockets to
-// the same host included), no inline script or eval, no framing.
-const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+// origin may provide scripts, workers (the one that follows streams),
+// styles, images or connections (WebSockets to the same host included), no
+// inline script or eval, no framing.
+const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; worker-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"font-src 'self'; connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // Patterns returns the path patterns (net/http.ServeMux syntax, without a

@@ -135,7 +135,7 @@ func TestCSPIsStrict(t *testing.T) {
 			t.Errorf("the policy allows %s", bad)
 		}
 	}
-	for _, want := range []string{"default-src 'none'", "script-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'"} {
+	for _, want := range []string{"default-src 'none'", "script-src 'self'", "worker-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'"} {
 		if !strings.Contains(ContentSecurityPolicy, want) {
 			t.Errorf("the policy lacks %s", want)
 		}

@@ -12,7 +12,8 @@ import { EventLog, type LogRow } from '../components/eventlog';
 import { Json } from '../components/json';
 import { LinkDot, StatusPill } from '../components/status';
 import { between, ms } from '../format';
-import { Follower, frameScheduler, wsURL, type Frame, type LinkState } from '../follow';
+import type { Frame, LinkState } from '../follow';
+import { stream } from '../stream';
 import { navigate, onLink } from '../router';
 import { onEvent, stepState, type Live } from '../steps';
 import { Approvals, Controls } from './workflow_controls';
@@ -65,13 +66,12 @@ export function WorkflowPage({ id }: { id: string }) {
   useEffect(() => {
     loadState();
     loadRevisions();
-    const f = new Follower({
-      url: (c) => wsURL(`${wfPath(id)}/ws?${c.query()}`),
+    const stop = stream({
+      path: `${wfPath(id)}/ws`,
       finite: true,
-      schedule: frameScheduler(),
-      onState: (s, detail) => {
+      onState: (s, detail, connections) => {
         setLink({ s, detail });
-        stats.current.connections = f.connections;
+        stats.current.connections = connections;
       },
       onFrames: (batch) => {
         let stepChanged = false;
@@ -100,10 +100,9 @@ export function WorkflowPage({ id }: { id: string }) {
         if (stepChanged || ended) refresh();
       },
     });
-    f.start();
     const t = setInterval(() => setNow(Date.now()), 1000);
     return () => {
-      f.stop();
+      stop();
       clearInterval(t);
       if (refreshing.current.timer !== null) clearTimeout(refreshing.current.timer);
     };

@@ -6,7 +6,8 @@ import { get, terminal, wfPath, type Summary, type WorkflowState } from '../api'
 import { useMayControl } from '../app';
 import { LinkDot, StatusPill } from '../components/status';
 import { ago, between, ms } from '../format';
-import { Follower, frameScheduler, wsURL, type Frame, type LinkState } from '../follow';
+import type { Frame, LinkState } from '../follow';
+import { stream } from '../stream';
 import { onLink } from '../router';
 
 const pageSize = 25;
@@ -62,10 +63,10 @@ export function WorkflowsPage() {
 
   // the live feed
   useEffect(() => {
-    const f = new Follower({
-      url: (c) => wsURL(c.epoch ? `/v1/ws?${c.query()}` : '/v1/ws'),
-      schedule: frameScheduler(),
-      onState: setLink,
+    return stream({
+      path: '/v1/ws',
+      cursorless: true,
+      onState: (s) => setLink(s),
       onFrames: (batch) => {
         let changed = false;
         for (const { frame, verdict } of batch) {
@@ -77,8 +78,6 @@ export function WorkflowsPage() {
         if (changed) setVersion((v) => v + 1);
       },
     });
-    f.start();
-    return () => f.stop();
   }, []);
 
   // running durations tick
