@@ -335,4 +335,12 @@ func TestDashboardApprove(t *testing.T) {
 	d.click(t, `[data-step="review"]`)
 	d.visible(t, `[data-testid="detail"] .json`)
 	d.shot(t, "workflow-approved")
+
+	// Fork from the newest revision: a new workflow, its steps reused.
+	d.click(t, `[data-testid="checkpoints"] li:first-child button`)
+	d.until(t, fmt.Sprintf(`location.pathname.startsWith('/workflows/') && location.pathname !== %q`, path))
+	d.until(t, `document.querySelector('.wf-id')?.textContent === decodeURIComponent(location.pathname.slice('/workflows/'.length)) && `+headState+` === 'completed'`)
+	var forked string
+	d.eval(t, `location.pathname`, &forked)
+	t.Logf("forked %s into %s", id, strings.TrimPrefix(forked, "/workflows/"))
 }
