@@ -237,6 +237,7 @@ func followLive(ctx context.Context, c *client, tty *os.File, workflow string, f
 		return c.checkpoint(lctx, workflow)
 	}
 	m := newLiveModel(workflow, c.tenant, cancel, load, from > 0)
+	m.view.LastOffset = from
 	var in io.Reader // no keys unless stdin is the terminal: Ctrl-C is then SIGINT
 	if term.IsTerminal(os.Stdin.Fd()) {
 		in = os.Stdin

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,16 +14,22 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 )
 
-// ptyRun is the agentbus binary running on a pseudo-terminal.
+// ptyRun is the agentbus binary running on a pseudo-terminal, whose
+// output feeds a terminal emulator (the screen as a person sees it; the
+// live view redraws only the cells that changed, so its raw output is no
+// text to search) that answers the program's terminal queries as a real
+// terminal would.
 type ptyRun struct {
 	cmd  *exec.Cmd
 	tty  *os.File
 	mu   sync.Mutex
 	raw  bytes.Buffer
+	emu  *vt.Emulator
 	more chan struct{} // a signal per read
 	done chan struct{} // the process ended and its output was read
 }
@@ -35,7 +42,8 @@ func startPTY(t *testing.T, cols, rows uint16, args ...string) *ptyRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &ptyRun{cmd: cmd, tty: tty, more: make(chan struct{}, 1), done: make(chan struct{})}
+	r := &ptyRun{cmd: cmd, tty: tty, emu: vt.NewEmulator(int(cols), int(rows)), more: make(chan struct{}, 1), done: make(chan struct{})}
+	go func() { _, _ = io.Copy(tty, r.emu) }() // the emulator's answers are the terminal's input
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
@@ -44,6 +52,7 @@ func startPTY(t *testing.T, cols, rows uint16, args ...string) *ptyRun {
 			n, err := tty.Read(buf)
 			r.mu.Lock()
 			r.raw.Write(buf[:n])
+			_, _ = r.emu.Write(buf[:n])
 			r.mu.Unlock()
 			select {
 			case r.more <- struct{}{}:
@@ -58,9 +67,12 @@ func startPTY(t *testing.T, cols, rows uint16, args ...string) *ptyRun {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-r.done
+		// Ends the copy of the emulator's answers (Emulator.Close would
+		// race with its Read).
+		_ = r.emu.InputPipe().(io.Closer).Close()
 		_ = tty.Close()
 		if t.Failed() {
-			t.Logf("screen output of %v:\n%s", args, r.text())
+			t.Logf("screen of %v:\n%s\noutput as text:\n%s", args, r.screen(), r.text())
 		}
 	})
 	return r
@@ -68,23 +80,42 @@ func startPTY(t *testing.T, cols, rows uint16, args ...string) *ptyRun {
 
 func (r *ptyRun) output() string { r.mu.Lock(); defer r.mu.Unlock(); return r.raw.String() }
 
-// text is the output without escape sequences and carriage returns.
+// screen is what the terminal shows now.
+func (r *ptyRun) screen() string { r.mu.Lock(); defer r.mu.Unlock(); return r.emu.String() }
+
+// resize resizes the terminal and its emulator.
+func (r *ptyRun) resize(t *testing.T, cols, rows uint16) {
+	t.Helper()
+	r.mu.Lock()
+	r.emu.Resize(int(cols), int(rows))
+	r.mu.Unlock()
+	if err := pty.Setsize(r.tty, &pty.Winsize{Cols: cols, Rows: rows}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// text is the whole output without escape sequences and carriage
+// returns: what the program printed after the live view ended is there
+// as it was written.
 func (r *ptyRun) text() string {
 	return strings.ReplaceAll(ansi.Strip(r.output()), "\r", "")
 }
 
-// waitText waits until the output (as text) matches re.
-func (r *ptyRun) waitText(t *testing.T, re *regexp.Regexp) {
+// waitScreen waits until the screen matches re and returns the match.
+func (r *ptyRun) waitScreen(t *testing.T, re *regexp.Regexp) []string {
 	t.Helper()
 	deadline := time.After(60 * time.Second)
-	for !re.MatchString(r.text()) {
+	for {
+		if m := re.FindStringSubmatch(r.screen()); m != nil {
+			return m
+		}
 		select {
 		case <-r.more:
 		case <-r.done:
-			if !re.MatchString(r.text()) {
-				t.Fatalf("exited without showing %s", re)
+			if m := re.FindStringSubmatch(r.screen()); m != nil {
+				return m
 			}
-			return
+			t.Fatalf("exited without showing %s", re)
 		case <-deadline:
 			t.Fatalf("%s not shown within 60s", re)
 		}
@@ -148,7 +179,7 @@ func TestTUIAskInAPseudoTerminal(t *testing.T) {
 		{"id":"B","capability":"sleep","input":{"ms":400},"depends_on":["A"]},{"id":"C","capability":"echo","depends_on":["A"]},
 		{"id":"D","capability":"echo","depends_on":["B","C"]}]}`)
 	r := startPTY(t, 100, 40, "ask", "--url", s.info.HTTPURL, "--plan", plan, "pty diamond")
-	r.waitText(t, regexp.MustCompile(`B\s+sleep\s+running`))
+	r.waitScreen(t, regexp.MustCompile(`B\s+sleep\s+running`))
 	if cookedMode(t, r.tty) {
 		t.Error("the terminal is not in raw mode while the live view runs")
 	}
@@ -200,7 +231,7 @@ func TestTUIAskCtrlC(t *testing.T) {
 	s := startServe(t, t.TempDir())
 	plan := tempFile(t, "plan.json", `{"steps":[{"id":"A","capability":"sleep","input":{"ms":60000}},{"id":"B","capability":"echo","depends_on":["A"]}]}`)
 	r := startPTY(t, 100, 30, "ask", "--url", s.info.HTTPURL, "--plan", plan, "long")
-	r.waitText(t, regexp.MustCompile(`A\s+sleep\s+running`))
+	r.waitScreen(t, regexp.MustCompile(`A\s+sleep\s+running`))
 	if _, err := r.tty.Write([]byte{3}); err != nil {
 		t.Fatal(err)
 	}
@@ -260,15 +291,12 @@ func TestTUIApprovalAndResize(t *testing.T) {
 	plan := tempFile(t, "plan.json", `{"steps":[{"id":"A","capability":"echo","input":"a"},
 		{"id":"R","capability":"echo","requires_approval":true,"depends_on":["A"]},{"id":"S","capability":"echo","depends_on":["R"]}]}`)
 	r := startPTY(t, 120, 40, "ask", "--url", s.info.HTTPURL, "--plan", plan, "approval")
-	r.waitText(t, regexp.MustCompile(`agentbus approve (\S+) --step R \(or --reject\)`))
-	wf := regexp.MustCompile(`agentbus approve (\S+) --step R`).FindStringSubmatch(r.text())[1]
-	if strings.Contains(r.text(), "…") {
-		t.Fatal("lines cut at 120 columns")
+	wf := r.waitScreen(t, regexp.MustCompile(`agentbus approve (\S+) --step R \(or --reject\)`))[1]
+	if !regexp.MustCompile(`\? R\s+echo\s+awaiting approval`).MatchString(r.screen()) || strings.Contains(r.screen(), "…") {
+		t.Fatalf("at 120 columns:\n%s", r.screen())
 	}
-	if err := pty.Setsize(r.tty, &pty.Winsize{Cols: 50, Rows: 40}); err != nil {
-		t.Fatal(err)
-	}
-	r.waitText(t, regexp.MustCompile(`…`)) // the header no longer fits
+	r.resize(t, 50, 40)
+	r.waitScreen(t, regexp.MustCompile(`(?m)^agentbus workflow .*…$`)) // the header no longer fits
 	if code, out, _ := cli(t, "approve", "--url", s.info.HTTPURL, "--step", "R", wf); code != exitCompleted {
 		t.Fatalf("approve: exit %d %s", code, out)
 	}
