@@ -220,7 +220,7 @@ func (c *markdownCache) render(text string, width int) string {
 	// narrower terminal after a resize does not wrap it.
 	lines := strings.Split(strings.Trim(out, "\n"), "\n")
 	for i, l := range lines {
-		lines[i] = ansi.Truncate(l, len(strings.TrimRight(ansi.Strip(l), " ")), "")
+		lines[i] = ansi.Truncate(l, ansi.StringWidth(strings.TrimRight(ansi.Strip(l), " ")), "")
 	}
 	c.text, c.width, c.out = text, width, strings.Join(lines, "\n")
 	return c.out

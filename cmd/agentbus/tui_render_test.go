@@ -170,3 +170,28 @@ func TestTUIModel(t *testing.T) {
 		}
 	}
 }
+
+// TestTUIMarkdown: the answer is rendered from Markdown, wrapped to the
+// width, without the padding glamour adds to each line.
+func TestTUIMarkdown(t *testing.T) {
+	md := &markdownCache{style: "dark"}
+	text := "# Parsing\n\nUse *url.ParseQuery* to read a query string; it returns the values by key and the first error. [1]\n\n- one\n- two"
+	out := md.render(text, 40)
+	plain := ansi.Strip(out)
+	for _, want := range []string{"Parsing", "url.ParseQuery", "[1]", "• one"} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("rendered answer lacks %q:\n%s", want, plain)
+		}
+	}
+	if strings.Contains(plain, "*url") || strings.Contains(plain, "# Parsing") {
+		t.Errorf("Markdown left as is:\n%s", plain)
+	}
+	for _, l := range strings.Split(plain, "\n") {
+		if ansi.StringWidth(l) > 40 || strings.HasSuffix(l, " ") {
+			t.Errorf("line %q: %d wide or padded", l, ansi.StringWidth(l))
+		}
+	}
+	if md.render(text, 40) != out {
+		t.Error("the same text renders differently")
+	}
+}
