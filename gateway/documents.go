@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"strconv"
 	"strings"
@@ -204,7 +205,7 @@ func (st *uploadStore) multipart(r *http.Request) (map[string]any, string, *Prob
 			p, status := bodyProblem(err, st.g.cfg.Documents.MaxUploadBytes)
 			return nil, "", p, status
 		}
-		name, field := part.FileName(), part.FormName()
+		name, field := rawFileName(part), part.FormName()
 		switch {
 		case name != "":
 			if p, status := st.put(r.Context(), name, "", part); p != nil {
@@ -231,6 +232,18 @@ func (st *uploadStore) multipart(r *http.Request) (map[string]any, string, *Prob
 		}
 		_ = part.Close()
 	}
+}
+
+// rawFileName is a part's filename as sent: Part.FileName keeps only its
+// last element, but a document's id is the whole relative path
+// ("guides/intro.md"), as `agentbus index` names it. It is an id, never
+// a path on this machine.
+func rawFileName(p *multipart.Part) string {
+	_, params, err := mime.ParseMediaType(p.Header.Get("Content-Disposition"))
+	if err != nil || params["filename"] == "" {
+		return p.FileName()
+	}
+	return params["filename"]
 }
 
 // put stores one file of the upload.

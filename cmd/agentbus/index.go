@@ -19,6 +19,7 @@ func newIndex() *cobra.Command {
 	var f searchFlags
 	var asJSON bool
 	var batch int
+	var remote, token string
 	cmd := &cobra.Command{
 		Use:   "index PATH...",
 		Short: "Index Markdown, text and JSONL files (directories recursively) into a tenant's search index",
@@ -34,9 +35,16 @@ indexed and unchanged, and continues a JSONL file after its last finished line (
 Bad lines and unreadable files are reported with file:line and the reason, and the rest is
 indexed. Exit status: 0 when everything was indexed, 1 when some lines or files were not
 (the others were), 2 when interrupted (rerun to resume), 3 for bad flags, an unusable
-backend or a data directory in use by another agentbus process.`,
+backend or a data directory in use by another agentbus process.
+
+With --url the files are uploaded to a running agentbus (POST /v1/documents) and indexed there
+by its ingest workers, as a workflow whose progress is printed; HTML, PDF, DOCX, CSV and XLSX are
+read there too.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if remote != "" {
+				return runIndexRemote(cmd, remote, f.tenant, token, asJSON, args)
+			}
 			b, release, err := f.lockAndOpen("index")
 			if err != nil {
 				return err
@@ -73,7 +81,44 @@ backend or a data directory in use by another agentbus process.`,
 	f.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	cmd.Flags().IntVar(&batch, "batch", 64, "chunks per write to the index")
+	cmd.Flags().StringVar(&remote, "url", "", "upload to a running agentbus at this gateway URL (POST /v1/documents) instead of indexing locally; its ingest workers index the files")
+	cmd.Flags().StringVar(&token, "token", "", "bearer token for --url (when the gateway has auth on); also AGENTBUS_TOKEN")
 	return cmd
+}
+
+// runIndexRemote is index --url: upload, follow, sum up. Exit status as
+// for a local run.
+func runIndexRemote(cmd *cobra.Command, url, tenant, token string, asJSON bool, paths []string) error {
+	if token == "" {
+		token = os.Getenv("AGENTBUS_TOKEN")
+	}
+	files, problems := uploadFiles(paths)
+	if len(files) == 0 {
+		return &exitError{code: exitUsage, msg: fmt.Sprintf("no file to upload under %s (%d problems)", strings.Join(paths, ", "), len(problems))}
+	}
+	c := newClient(url, tenant)
+	c.token = token
+	start := time.Now()
+	sum, err := indexRemote(cmd.Context(), c, files, cmd.ErrOrStderr())
+	sum.Duration = time.Since(start)
+	sum.Errors = append(problems, sum.Errors...)
+	out := cmd.OutOrStdout()
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(sum)
+	} else if err == nil {
+		printSummary(out, sum, tenant, url)
+	}
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return &exitError{code: exitCanceled, msg: "interrupted: the upload goes on on the server if it was accepted"}
+	case err != nil:
+		return &exitError{code: exitFailed, msg: err.Error()}
+	case len(sum.Errors) > 0:
+		return &exitError{code: exitFailed, msg: plural(len(sum.Errors), "problem") + "; the rest was indexed"}
+	}
+	return nil
 }
 
 func printSummary(w io.Writer, s ingest.Summary, tenant, backend string) {
