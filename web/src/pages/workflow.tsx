@@ -45,10 +45,22 @@ export function WorkflowPage({ id }: { id: string }) {
   const stats = useRef({ duplicates: 0, connections: 0 });
   const refreshing = useRef<{ timer: number | null; last: number }>({ timer: null, last: 0 });
 
-  const loadState = () =>
+  const alive = useRef(true);
+  // loadState reads the checkpoint. Only the gateway's 404 (or a refusal)
+  // is an answer; a failed fetch (a gateway restarting, a network drop) or
+  // a 5xx keeps what is shown and tries again, backing off to 5 s.
+  const loadState = (attempt = 0): void => {
     get<WorkflowState>(wfPath(id))
       .then((w) => setWf(w))
-      .catch((e) => setMissing(e instanceof ApiError && e.status === 404 ? 'not_found' : String(e.message ?? e)));
+      .catch((e) => {
+        if (!alive.current) return;
+        if (e instanceof ApiError && e.status >= 400 && e.status < 500) {
+          setMissing(e.status === 404 ? 'not_found' : String(e.message ?? e));
+          return;
+        }
+        window.setTimeout(() => alive.current && loadState(attempt + 1), Math.min(5000, 250 * 2 ** attempt));
+      });
+  };
   const loadRevisions = () => get<{ revisions: Revision[] }>(`${wfPath(id)}/checkpoints`).then((r) => setRevisions(r.revisions)).catch(() => {});
   // refresh reloads the checkpoint at most every 400 ms, trailing.
   const refresh = () => {
@@ -64,6 +76,7 @@ export function WorkflowPage({ id }: { id: string }) {
   };
 
   useEffect(() => {
+    alive.current = true;
     loadState();
     loadRevisions();
     const stop = stream({
@@ -102,6 +115,7 @@ export function WorkflowPage({ id }: { id: string }) {
     });
     const t = setInterval(() => setNow(Date.now()), 1000);
     return () => {
+      alive.current = false;
       stop();
       clearInterval(t);
       if (refreshing.current.timer !== null) clearTimeout(refreshing.current.timer);
