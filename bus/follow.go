@@ -45,17 +45,14 @@ func (b *Bus) Follow(ctx context.Context, tenant, workflow string, after uint64,
 	if err != nil {
 		return err
 	}
-	return b.followLoop(ctx, subj, after, fn, func(ctx context.Context) (uint64, error) {
-		return b.LastOffset(ctx, tenant, workflow)
-	})
+	return b.followLoop(ctx, subj, after, fn)
 }
 
 // followLoop follows the events filtered by subj from after (see follow),
-// starting a new consumer whenever one stalls. last reports the newest
-// offset the filter matches.
-func (b *Bus) followLoop(ctx context.Context, subj string, after uint64, fn FollowFunc, last func(context.Context) (uint64, error)) error {
+// starting a new consumer whenever one stalls.
+func (b *Bus) followLoop(ctx context.Context, subj string, after uint64, fn FollowFunc) error {
 	for {
-		err := b.follow(ctx, subj, &after, fn, last)
+		err := b.follow(ctx, subj, &after, fn)
 		if !errors.Is(err, errStalled) {
 			return err
 		}
@@ -80,7 +77,7 @@ var errStalled = errors.New("bus: follower stalled")
 // the workflow past *after, the consumer is stuck (its server died and
 // the client library could not replace it) and follow returns errStalled
 // for Follow to start a new one.
-func (b *Bus) follow(ctx context.Context, subj string, after *uint64, fn FollowFunc, last func(context.Context) (uint64, error)) error {
+func (b *Bus) follow(ctx context.Context, subj string, after *uint64, fn FollowFunc) error {
 	// A follower that dies without cleaning up leaves its consumer behind
 	// for InactiveThreshold only.
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}, DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -154,7 +151,7 @@ func (b *Bus) follow(ctx context.Context, subj string, after *uint64, fn FollowF
 	}()
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go b.watchStall(wctx, last, &cursor, &busy, stalled)
+	go b.watchStall(wctx, subj, &cursor, &busy, stalled)
 	for {
 		var next nextMsg
 		select {
@@ -210,12 +207,12 @@ const (
 	followStallTick  = 500 * time.Millisecond
 )
 
-// watchStall closes stalled when the follower's
-// cursor has stood still (and fn held no record) for followStallIdle while
-// last reports an event past it. Progress is judged by time, not by ticks,
-// so a stall is seen within followStallIdle+followStallCheck of the first
+// watchStall closes stalled when the follower's cursor has stood still
+// (and fn held no record) for followStallIdle while the events stream's
+// leader holds an event on subj past it. Progress is judged by time, not
+// by ticks, so a stall is seen within followStallIdle+followStallCheck of the first
 // event the consumer failed to deliver, wherever the ticker stood.
-func (b *Bus) watchStall(ctx context.Context, last func(context.Context) (uint64, error), cursor *atomic.Uint64, busy *atomic.Bool, stalled chan<- struct{}) {
+func (b *Bus) watchStall(ctx context.Context, subj string, cursor *atomic.Uint64, busy *atomic.Bool, stalled chan<- struct{}) {
 	t := time.NewTicker(followStallTick)
 	defer t.Stop()
 	seen := cursor.Load()
@@ -237,7 +234,7 @@ func (b *Bus) watchStall(ctx context.Context, last func(context.Context) (uint64
 		}
 		asked = time.Now()
 		qctx, cancel := context.WithTimeout(ctx, followStallCheck)
-		newest, err := last(qctx)
+		newest, err := b.leaderLastOffset(qctx, subj)
 		cancel()
 		if err != nil {
 			b.log.Warn("follower idle, and the stream does not say whether it should be", "cursor", now, "err", err)

@@ -31,9 +31,7 @@ func (b *Bus) FollowTenant(ctx context.Context, tenant string, after uint64, fn 
 	if err != nil {
 		return err
 	}
-	return b.followLoop(ctx, subj, after, fn, func(ctx context.Context) (uint64, error) {
-		return b.lastOffsetOf(ctx, subj)
-	})
+	return b.followLoop(ctx, subj, after, fn)
 }
 
 // TenantLastOffset returns the offset of the newest event of any of a
