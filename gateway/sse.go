@@ -75,6 +75,21 @@ func (g *Gateway) pumpSSE(ctx context.Context, w http.ResponseWriter, flusher ht
 	sub := newSubscriber(q, st.After)
 	f := g.startFeed(ctx, sub, tenant, id, st.Epoch, st.Last.Offset <= st.After)
 	defer func() { cancel(); f.stop() }()
+	g.drainSSE(ctx, w, flusher, q, sub.failed, f, func() bool {
+		if f.err != nil {
+			g.log.Warn("sse event stream failed", "tenant", tenant, "workflow", id, "err", f.err)
+			return true
+		}
+		return false // joined the hub: it queues from now on
+	})
+}
+
+// drainSSE writes the frames queued in q to an SSE stream, with a
+// keepalive comment every KeepAlive, until ctx ends, the queue overflows
+// (the client resumes from its Last-Event-ID), a frame that ends the
+// stream is written, failed is closed, or the feeder is done and fedDone
+// says to stop.
+func (g *Gateway) drainSSE(ctx context.Context, w http.ResponseWriter, flusher http.Flusher, q *sendQueue, failed <-chan struct{}, f *feeder, fedDone func() (stop bool)) {
 	fed := f.done
 	sent := g.stats().framesSent.WithLabelValues(metricKindSSE)
 	tick := time.NewTicker(g.cfg.KeepAlive)
@@ -102,12 +117,11 @@ func (g *Gateway) pumpSSE(ctx context.Context, w http.ResponseWriter, flusher ht
 		case <-ctx.Done():
 			return
 		case <-q.overflow:
-			return // the client resumes from its Last-Event-ID
-		case <-sub.failed:
+			return
+		case <-failed:
 			return
 		case <-fed:
-			if f.err != nil {
-				g.log.Warn("sse event stream failed", "tenant", tenant, "workflow", id, "err", f.err)
+			if fedDone() {
 				return
 			}
 			fed = nil

@@ -337,39 +337,10 @@ func (g *Gateway) tenantSSE(w http.ResponseWriter, r *http.Request) {
 	sub := newSubscriber(q, st.After)
 	f := g.startTenantFeed(ctx, sub, tenant, st)
 	defer func() { cancel(); f.stop() }()
-	fed := f.done
-	sent := g.stats().framesSent.WithLabelValues(metricKindSSE)
-	tick := time.NewTicker(g.cfg.KeepAlive)
-	defer tick.Stop()
-	var line []byte
-	for {
-		for {
-			it, ok := q.head()
-			if !ok {
-				break
-			}
-			line = appendSSE(line[:0], it)
-			if _, err := w.Write(line); err != nil {
-				return
-			}
-			q.pop()
-			sent.Inc()
+	g.drainSSE(ctx, w, flusher, q, nil, f, func() bool {
+		if f.err != nil {
+			g.log.Warn("tenant feed failed", "tenant", tenant, "err", f.err)
 		}
-		flusher.Flush()
-		select {
-		case <-ctx.Done():
-			return
-		case <-q.overflow:
-			return // the client resumes from its Last-Event-ID
-		case <-fed:
-			if f.err != nil {
-				g.log.Warn("tenant feed failed", "tenant", tenant, "err", f.err)
-			}
-			return
-		case <-tick.C:
-			_, _ = fmt.Fprint(w, ": keepalive\n\n")
-			flusher.Flush()
-		case <-q.ready:
-		}
-	}
+		return true
+	})
 }
