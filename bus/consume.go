@@ -124,7 +124,13 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumeConfig, h Handler) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	cons, err := b.ensureConsumer(ctx, cfg)
+	return b.consume(ctx, cfg, h, func() (jetstream.Consumer, error) { return b.ensureConsumer(ctx, cfg) })
+}
+
+// consume runs Consume's loop on the consumer ensure creates, and creates
+// it again with ensure when it is deleted under the loop.
+func (b *Bus) consume(ctx context.Context, cfg ConsumeConfig, h Handler, ensure func() (jetstream.Consumer, error)) error {
+	cons, err := ensure()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it started
@@ -152,7 +158,7 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumeConfig, h Handler) error {
 					}
 					b.log.Debug("fetch", "consumer", cfg.Durable, "err", err)
 					if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
-						if nc, err := b.ensureConsumer(ctx, cfg); err == nil {
+						if nc, err := ensure(); err == nil {
 							mu.Lock()
 							cons = nc
 							mu.Unlock()

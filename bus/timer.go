@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentbus/agentbus/subjects"
@@ -101,56 +99,5 @@ func (b *Bus) ConsumeTimers(ctx context.Context, cfg ConsumeConfig, h Handler) e
 		}
 		return c, nil
 	}
-	cons, err := ensure()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer hcancel()
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range cfg.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				mu.Lock()
-				c := cons
-				mu.Unlock()
-				m, err := c.Next(jetstream.FetchContext(ctx))
-				if err != nil {
-					if ctx.Err() != nil || errors.Is(err, nats.ErrTimeout) {
-						continue
-					}
-					b.log.Debug("fetch", "consumer", cfg.Durable, "err", err)
-					if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
-						if nc, err := ensure(); err == nil {
-							mu.Lock()
-							cons = nc
-							mu.Unlock()
-						}
-					}
-					select {
-					case <-ctx.Done():
-					case <-time.After(250 * time.Millisecond):
-					}
-					continue
-				}
-				b.handle(hctx, cfg, h, m)
-			}
-		}()
-	}
-	<-ctx.Done()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(cfg.ShutdownGrace):
-		hcancel()
-		<-done
-	}
-	return nil
+	return b.consume(ctx, cfg, h, ensure)
 }
