@@ -205,6 +205,9 @@ const (
 	followStallIdle  = 3 * time.Second
 	followStallCheck = 2 * time.Second
 	followStallTick  = 500 * time.Millisecond
+	// followHeldWarn is how long fn may hold one record before the
+	// follower says its reader is not taking events.
+	followHeldWarn = 10 * time.Second
 )
 
 // watchStall closes stalled when the follower's cursor has stood still
@@ -218,6 +221,8 @@ func (b *Bus) watchStall(ctx context.Context, subj string, cursor *atomic.Uint64
 	seen := cursor.Load()
 	moved := time.Now() // when the cursor last moved or fn last held a record
 	var asked time.Time
+	var heldAt uint64 // the cursor when fn was last seen holding a record
+	var held time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -225,6 +230,17 @@ func (b *Bus) watchStall(ctx context.Context, subj string, cursor *atomic.Uint64
 		case <-t.C:
 		}
 		now := cursor.Load()
+		if busy.Load() {
+			// A record fn holds this long is a reader not taking events (a
+			// full send queue): no stall of the consumer, but say so once.
+			if now != heldAt || held.IsZero() {
+				heldAt, held = now, time.Now()
+			} else if d := time.Since(held); d >= followHeldWarn && d < followHeldWarn+followStallTick {
+				b.log.Warn("follower waiting for its reader to take a record", "subject", subj, "offset", now, "for", d.Round(time.Second))
+			}
+		} else {
+			held = time.Time{}
+		}
 		if now != seen || busy.Load() {
 			seen, moved = now, time.Now()
 			continue

@@ -432,7 +432,7 @@ func (c *serveCluster) dumpGoroutines(t *testing.T, i int) {
 	}
 	out := p.output()
 	for _, line := range strings.Split(out, "\n") {
-		if strings.Contains(line, "stalled") || strings.Contains(line, "hub failed") || strings.Contains(line, "slow consumer") {
+		if strings.Contains(line, "stalled") || strings.Contains(line, "hub failed") || strings.Contains(line, "slow consumer") || strings.Contains(line, "waiting for its reader") {
 			t.Logf("node %d: %s", i+1, line)
 		}
 	}
