@@ -21,6 +21,22 @@ func LeasesBucket(replicas int) jetstream.KeyValueConfig {
 	}
 }
 
+// checkpointsReplicas is the replica count of subjects.BucketCheckpoints
+// (1 if its status does not say): what a bucket or store created after
+// provisioning takes, so that it is replicated like the rest.
+func (b *Bus) checkpointsReplicas(ctx context.Context) (int, error) {
+	ref, err := b.js.KeyValue(ctx, subjects.BucketCheckpoints)
+	if err != nil {
+		return 0, err
+	}
+	if st, err := ref.Status(ctx); err == nil {
+		if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+			return bs.StreamInfo().Config.Replicas, nil
+		}
+	}
+	return 1, nil
+}
+
 // Leases opens subjects.BucketLeases, creating it with the replicas of
 // subjects.BucketCheckpoints if it does not exist, so that a deployment
 // provisioned before the bucket existed gains it on the first
@@ -28,15 +44,9 @@ func LeasesBucket(replicas int) jetstream.KeyValueConfig {
 func (b *Bus) Leases(ctx context.Context) (*KV, error) {
 	kv, err := b.js.KeyValue(ctx, subjects.BucketLeases)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		ref, rerr := b.js.KeyValue(ctx, subjects.BucketCheckpoints)
+		replicas, rerr := b.checkpointsReplicas(ctx)
 		if rerr != nil {
 			return nil, fmt.Errorf("bus: bucket %s (to size %s): %w", subjects.BucketCheckpoints, subjects.BucketLeases, rerr)
-		}
-		replicas := 1
-		if st, serr := ref.Status(ctx); serr == nil {
-			if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
-				replicas = bs.StreamInfo().Config.Replicas
-			}
 		}
 		kv, err = b.js.CreateKeyValue(ctx, LeasesBucket(replicas))
 		if errors.Is(err, jetstream.ErrBucketExists) {

@@ -75,13 +75,9 @@ func (b *Bus) uploads(ctx context.Context) (jetstream.ObjectStore, error) {
 func (b *Bus) openUploads(ctx context.Context) (jetstream.ObjectStore, error) {
 	os, err := b.js.ObjectStore(ctx, subjects.ObjectUploads)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		replicas := 1
-		if kv, kerr := b.js.KeyValue(ctx, subjects.BucketCheckpoints); kerr == nil {
-			if st, serr := kv.Status(ctx); serr == nil {
-				if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
-					replicas = bs.StreamInfo().Config.Replicas
-				}
-			}
+		replicas, rerr := b.checkpointsReplicas(ctx)
+		if rerr != nil {
+			replicas = 1 // not provisioned at all: a test's bare server
 		}
 		os, err = b.js.CreateObjectStore(ctx, UploadsStore(replicas))
 		if errors.Is(err, jetstream.ErrBucketExists) {

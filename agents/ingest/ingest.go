@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -286,7 +287,7 @@ func (a *Agent) read(ctx context.Context, tenant string, f File, md map[string]a
 	if id == "" {
 		id = f.Name
 	}
-	title := cmpOr(f.Title, ex.Title, baseName(f.Name))
+	title := cmp.Or(f.Title, ex.Title, baseName(f.Name))
 	doc := retrieval.Document{ID: id, Title: title, Source: f.Name, Metadata: mergeMeta(md, map[string]any{"path": f.Name})}
 	chunks := files.Chunks(a.chunker, a.maxChars, doc, ex)
 	return []retrieval.Version{{DocID: id, Chunks: chunks}}, nil, nil
@@ -326,15 +327,6 @@ func mergeMeta(ms ...map[string]any) map[string]any {
 		}
 	}
 	return out
-}
-
-func cmpOr(ss ...string) string {
-	for _, s := range ss {
-		if strings.TrimSpace(s) != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 func baseName(name string) string {
