@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/agentbus/agentbus/events"
 )
 
 // Request is one plan step as an agent sees it.
@@ -23,6 +25,14 @@ type Request struct {
 	Input json.RawMessage
 	// DependencyOutputs holds the output of every step this one depends on.
 	DependencyOutputs map[string]json.RawMessage
+	// Conversation is the session this workflow is a turn of; nil outside
+	// a session.
+	Conversation *events.Conversation
+	// Problems are the workflow's steps that failed or were skipped before
+	// this one was requested.
+	Problems []events.StepProblem
+	// User is whom the workflow runs for, when the submission named one.
+	User string
 	// timeout is the plan's limit for this step, if any.
 	timeout time.Duration
 	// queuedMS and runMS are the run's wait and duration, for a reply.

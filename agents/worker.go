@@ -215,6 +215,7 @@ func (w *Worker) handle(ctx context.Context, r *running, capability string, d *b
 	req := Request{
 		TenantID: env.TenantID, WorkflowID: env.WorkflowID, StepID: sr.StepID, Capability: sr.Capability,
 		Attempt: sr.Attempt, Delivery: int(d.Delivered), Query: sr.Query, Input: sr.Input, DependencyOutputs: sr.DependencyOutputs,
+		Conversation: sr.Conversation, Problems: sr.Problems, User: sr.User,
 		timeout: time.Duration(sr.TimeoutMS) * time.Millisecond,
 	}
 	key, _ := subjects.CheckpointKey(req.TenantID, req.WorkflowID)

@@ -41,6 +41,13 @@ type WorkflowSubmitted struct {
 	// TimeoutMS bounds the whole workflow: past it, it fails with code
 	// "timeout" and its running steps are canceled.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// SessionID makes the workflow a turn of a conversation (A2A's
+	// contextId): earlier turns reach its steps as Conversation, and its
+	// answer is kept as the session's next turn. A subject token.
+	SessionID string `json:"session_id,omitempty"`
+	// User names whom the workflow runs for, when the gateway's token
+	// names one: memory and sessions are kept per user. A subject token.
+	User string `json:"user,omitempty"`
 }
 
 // Deadline is the data of TypeDeadline.
@@ -64,6 +71,14 @@ type StepRequested struct {
 	Input             json.RawMessage            `json:"input,omitempty"`
 	DependencyOutputs map[string]json.RawMessage `json:"dependency_outputs,omitempty"`
 	TimeoutMS         int64                      `json:"timeout_ms,omitempty"`
+	// Conversation is the session this workflow is a turn of, if any.
+	Conversation *Conversation `json:"conversation,omitempty"`
+	// Problems lists the workflow's steps that failed (optional ones) or
+	// were skipped before this step was requested, so that an answer can
+	// say what it lacks.
+	Problems []StepProblem `json:"problems,omitempty"`
+	// User is the submission's user, if any.
+	User string `json:"user,omitempty"`
 }
 
 // StepCompleted is the data of TypeStepCompleted.
