@@ -33,19 +33,15 @@ type Turn struct {
 	At     time.Time `json:"at"`
 }
 
-// Step problem kinds.
-const (
-	ProblemFailed  = "failed"
-	ProblemSkipped = "skipped"
-)
+// ProblemFailed is the kind of a StepProblem for a step that failed.
+const ProblemFailed = "failed"
 
 // StepProblem is a step of the workflow that did not give an output: an
-// optional step that failed after its retries, or one skipped (a
-// rejected approval, or a step whose dependency failed).
+// optional step that failed after its retries.
 type StepProblem struct {
 	StepID     string `json:"step_id"`
 	Capability string `json:"capability"`
-	// Kind is ProblemFailed or ProblemSkipped.
+	// Kind is ProblemFailed.
 	Kind  string `json:"kind"`
 	Error string `json:"error,omitempty"`
 }

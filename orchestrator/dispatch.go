@@ -83,7 +83,8 @@ func (o *Orchestrator) request(cp *Checkpoint, s events.PlanStep, t *Task, deps 
 	t.StepSeq = 0
 	now := time.Now().UTC()
 	t.DispatchedAt = &now
-	req := events.StepRequested{StepID: s.ID, Capability: t.Capability, Attempt: t.Attempt, Query: cp.Query, Input: s.Input, TimeoutMS: s.TimeoutMS}
+	req := events.StepRequested{StepID: s.ID, Capability: t.Capability, Attempt: t.Attempt, Query: cp.Query, Input: s.Input, TimeoutMS: s.TimeoutMS,
+		Problems: cp.problems()}
 	if len(deps) > 0 {
 		req.DependencyOutputs = deps
 	}

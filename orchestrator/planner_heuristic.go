@@ -40,7 +40,7 @@ var simpleFlow = flow{
 	shape: "entity_extraction → search → summarize",
 	build: func(q string) events.Plan {
 		return events.Plan{Steps: []events.PlanStep{
-			{ID: CapabilityEntityExtraction, Capability: CapabilityEntityExtraction, Input: queryInput(q, false)},
+			planning(CapabilityEntityExtraction, q),
 			{ID: CapabilitySearch, Capability: CapabilitySearch, Input: queryInput(q, false), DependsOn: []string{CapabilityEntityExtraction}},
 			{ID: CapabilitySummarize, Capability: CapabilitySummarize, Input: queryInput(q, false), DependsOn: []string{CapabilitySearch}},
 		}}
@@ -57,13 +57,22 @@ var complexFlow = flow{
 	build: func(q string) events.Plan {
 		first := []string{CapabilityProfileSelection, CapabilityEntityExtraction, CapabilityQueryEnhancement}
 		return events.Plan{Steps: []events.PlanStep{
-			{ID: CapabilityProfileSelection, Capability: CapabilityProfileSelection, Input: queryInput(q, false)},
-			{ID: CapabilityEntityExtraction, Capability: CapabilityEntityExtraction, Input: queryInput(q, false)},
-			{ID: CapabilityQueryEnhancement, Capability: CapabilityQueryEnhancement, Input: queryInput(q, false)},
+			planning(CapabilityProfileSelection, q),
+			planning(CapabilityEntityExtraction, q),
+			planning(CapabilityQueryEnhancement, q),
 			{ID: CapabilitySearch, Capability: CapabilitySearch, Input: queryInput(q, true), DependsOn: first},
 			{ID: CapabilityDetailedReport, Capability: CapabilityDetailedReport, Input: queryInput(q, false), DependsOn: []string{CapabilitySearch}},
 		}}
 	},
+}
+
+// planning is a flow's planning step (profile selection, entity
+// extraction, query enhancement). It is optional: if it fails after its
+// retries, search runs with what the others gave (its configured profiles,
+// no filters, the query alone), and the answer, which hears of the
+// failure, says what was missing.
+func planning(capability, query string) events.PlanStep {
+	return events.PlanStep{ID: capability, Capability: capability, Input: queryInput(query, false), Optional: true}
 }
 
 // withMemory adds an optional memory step to a flow's plan when the
@@ -112,6 +121,10 @@ func alone(c string) bool { return c != CapabilitySelect }
 // documents, when the query asks for current or external information
 // (AsksForCurrent) and web_search, select and ingest are all registered
 // (they are only when a web search provider is configured).
+//
+// The planning steps (profile_selection, entity_extraction,
+// query_enhancement) are optional: one that fails after its retries leaves
+// search to run with what it has, and the answer says what was missing.
 //
 // Every step's input is {"query": …}; the complex flow's search step's is
 // {"query": …, "ensemble": true}. A HeuristicPlanner is safe for concurrent

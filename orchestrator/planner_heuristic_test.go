@@ -141,6 +141,12 @@ func TestHeuristicFlowsStagesAndEnsemble(t *testing.T) {
 	if in := inputOf(t, p, "profile_selection"); in["ensemble"] != nil {
 		t.Fatalf("only search is marked ensemble: %v", in)
 	}
+	for _, s := range p.Steps {
+		// the planning steps are optional: search runs without a failed one
+		if planning := slices.Contains(want[0], s.ID); s.Optional != planning {
+			t.Errorf("complex flow step %s optional %v, want %v", s.ID, s.Optional, planning)
+		}
+	}
 
 	p, _, _ = h.Plan(t.Context(), "what is raft", all)
 	if stages, err = orchestrator.Stages(p); err != nil || len(stages) != 3 {

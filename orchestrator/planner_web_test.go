@@ -59,7 +59,7 @@ func TestWebPlannerPlansTheWebGraphBesideTheFlow(t *testing.T) {
 			if got := s.RequiresApproval; got != (s.ID == "select") {
 				t.Errorf("step %s requires_approval %v", s.ID, got)
 			}
-			if s.Optional != (s.ID == "ingest") {
+			if s.Optional != (s.ID == "ingest" || s.ID == "entity_extraction") {
 				t.Errorf("step %s optional %v", s.ID, s.Optional)
 			}
 		}

@@ -75,6 +75,22 @@ func current(cp *Checkpoint, step string, attempt int) (*Task, bool) {
 	return t, true
 }
 
+// StepArtifactID is the artifact id of a step's output: "<step>.output".
+func StepArtifactID(step string) string { return step + ".output" }
+
+// stepArtifact is a completed step's output as an artifact event, so that
+// a client following the workflow has every step's result as it comes,
+// not only all of them in the final complete event. It precedes the
+// step's completed status.
+func stepArtifact(r events.StepCompleted) events.Artifact {
+	out := r.Output
+	if len(out) == 0 {
+		out = json.RawMessage("null")
+	}
+	return events.Artifact{ArtifactID: StepArtifactID(r.StepID), StepID: r.StepID, Name: r.Capability + " output",
+		Data: out, LastChunk: true}
+}
+
 func (o *Orchestrator) completed(cp *Checkpoint, r events.StepCompleted) error {
 	t, ok := current(cp, r.StepID, r.Attempt)
 	if !ok {
@@ -85,6 +101,9 @@ func (o *Orchestrator) completed(cp *Checkpoint, r events.StepCompleted) error {
 	t.QueuedMS, t.RunMS = r.QueuedMS, r.DurationMS
 	cp.measure(now, false)
 	cp.ExecutionOrder = append(cp.ExecutionOrder, r.StepID)
+	if err := cp.emit(events.TypeArtifact, r.StepID, stepArtifact(r)); err != nil {
+		return err
+	}
 	if s, _ := cp.planStep(r.StepID); s.RequiresApproval {
 		if err := o.review(cp, r.StepID, t); err != nil {
 			return err
