@@ -1,7 +1,11 @@
-// Package querykind decides, deterministically and without a model,
-// whether a search query is simple or complex. It is the one statement of
-// those rules: the orchestrator's heuristic planner (orchestrator.Classify)
-// chooses its flow by them and the profile selection agent grades a
-// query's complexity by them, so the two always agree. A query string
-// enters Classify and a Verdict leaves it; nothing is kept between calls.
+// Package querykind reads search queries, deterministically and without a
+// model. Classify decides whether a query is simple or complex: it is the
+// one statement of those rules, so the orchestrator's heuristic planner
+// (orchestrator.Classify) and the profile selection agent, which both use
+// it, always agree. Understand separates what a query asks (its intent, a
+// wish for detail, a comparison's sides) from what it searches for (its
+// content words and Go identifiers), so that instruction words such as
+// "compare" or "in detail" shape the plan and the report but never the
+// search terms. A query string enters; a Verdict or an Understanding
+// leaves; nothing is kept between calls.
 package querykind
