@@ -20,7 +20,8 @@ import (
 // provisions.
 var allStreams = []string{subjects.StreamWorkflows, subjects.StreamSteps, subjects.StreamReplies,
 	subjects.StreamEvents, subjects.StreamDeadLetter, subjects.StreamTimers, "KV_" + subjects.BucketCheckpoints,
-	"KV_" + subjects.BucketControl, "KV_" + subjects.BucketMemory, "KV_" + subjects.BucketAgents, "KV_" + subjects.BucketLeases}
+	"KV_" + subjects.BucketControl, "KV_" + subjects.BucketMemory, "KV_" + subjects.BucketAgents, "KV_" + subjects.BucketLeases,
+	"KV_" + subjects.BucketSessions}
 
 func clusterCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -77,6 +77,9 @@ type StreamsConfig struct {
 	Replicas int
 	// CheckpointHistory is how many revisions of each checkpoint are kept; default 64.
 	CheckpointHistory int
+	// SessionTTL is how long a conversation session (AGENTBUS_SESSIONS) is
+	// kept after its newest turn; default 30 days.
+	SessionTTL time.Duration
 	// UpdateReplicas lets Provision change the replicas of an existing
 	// stream or bucket in place (JetStream moves it with no downtime);
 	// without it a different replica count is a *ReplicasError.
@@ -96,7 +99,13 @@ func (c *StreamsConfig) setDefaults() {
 	if c.CheckpointHistory == 0 {
 		c.CheckpointHistory = 64
 	}
+	if c.SessionTTL == 0 {
+		c.SessionTTL = DefaultSessionTTL
+	}
 }
+
+// DefaultSessionTTL is StreamsConfig.SessionTTL's default.
+const DefaultSessionTTL = 30 * 24 * time.Hour
 
 // Validate reports every problem with the configuration.
 func (c StreamsConfig) Validate() error {
@@ -112,6 +121,9 @@ func (c StreamsConfig) Validate() error {
 	}
 	if c.CheckpointHistory < 1 || c.CheckpointHistory > 64 {
 		errs = append(errs, fmt.Errorf("bus: checkpoint history %d not in [1, 64]", c.CheckpointHistory))
+	}
+	if c.SessionTTL < time.Minute {
+		errs = append(errs, fmt.Errorf("bus: session TTL %s is below 1m", c.SessionTTL))
 	}
 	return errors.Join(errs...)
 }
@@ -159,7 +171,16 @@ func (c StreamsConfig) buckets() []jetstream.KeyValueConfig {
 		{Bucket: subjects.BucketAgents, Description: "agentbus agent registrations (per-key TTL)", History: 1, Storage: jetstream.FileStorage,
 			Replicas: c.Replicas, LimitMarkerTTL: time.Minute},
 		LeasesBucket(c.Replicas),
+		SessionsBucket(c.Replicas, c.SessionTTL),
 	}
+}
+
+// SessionsBucket is the configuration of AGENTBUS_SESSIONS: one key per
+// conversation session, its newest revision only, dropped ttl after its
+// last write (a session forgotten ttl after its newest turn).
+func SessionsBucket(replicas int, ttl time.Duration) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{Bucket: subjects.BucketSessions, Description: "agentbus conversation sessions (turns and rolling summary), per tenant and user",
+		History: 1, TTL: ttl, Storage: jetstream.FileStorage, Replicas: replicas}
 }
 
 // Provision creates every stream and bucket agentbus needs, or checks that
@@ -362,6 +383,9 @@ func (b *Bus) ensureBucket(ctx context.Context, want jetstream.KeyValueConfig, u
 	}
 	if want.LimitMarkerTTL > 0 && st.LimitMarkerTTL() == 0 {
 		diffs = append(diffs, "per-key TTL is off, want on")
+	}
+	if want.TTL > 0 && st.TTL() != want.TTL {
+		diffs = append(diffs, fmt.Sprintf("TTL is %s, want %s", st.TTL(), want.TTL))
 	}
 	bs, ok := st.(*jetstream.KeyValueBucketStatus)
 	if len(diffs) > 0 {
