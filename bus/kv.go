@@ -179,12 +179,24 @@ func (s *KV) Wait(ctx context.Context, key string) (Entry, error) {
 // until ctx ends. It returns once the existing keys have been delivered, so
 // the caller's view is complete from then on. fn runs on one goroutine.
 func (s *KV) Watch(ctx context.Context, fn func(e Entry, deleted bool)) error {
+	_, err := s.WatchDone(ctx, fn)
+	return err
+}
+
+// WatchDone is Watch that also returns a channel closed once the watch has
+// ended and fn will not be called again: ctx ended, or the watcher stopped
+// on its own (the connection closed, or its consumer could not be made
+// again after a server restart). A long-lived reader watches again when it
+// closes while its ctx is live; the new watch delivers every existing key
+// again.
+func (s *KV) WatchDone(ctx context.Context, fn func(e Entry, deleted bool)) (<-chan struct{}, error) {
 	w, err := s.kv.WatchAll(ctx)
 	if err != nil {
-		return fmt.Errorf("bus: watch %s: %w", s.bucket, err)
+		return nil, fmt.Errorf("bus: watch %s: %w", s.bucket, err)
 	}
-	initial := make(chan struct{})
+	initial, done := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(done)
 		defer func() { _ = w.Stop() }()
 		synced := false
 		for {
@@ -214,8 +226,8 @@ func (s *KV) Watch(ctx context.Context, fn func(e Entry, deleted bool)) error {
 	}()
 	select {
 	case <-initial:
-		return ctx.Err()
+		return done, ctx.Err()
 	case <-ctx.Done():
-		return ctx.Err()
+		return done, ctx.Err()
 	}
 }

@@ -238,3 +238,60 @@ func TestKVPutTTLExpires(t *testing.T) {
 		t.Errorf("key expired after %s, want about 1s (TTL rounded up to whole seconds)", d)
 	}
 }
+
+func TestKVWatchDone(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	other := bustest.Connect(t, env)
+	kv, err := env.Bus.KV(testCtx(t), subjects.BucketAgents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(testCtx(t), "before", []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	type change struct {
+		key, value string
+		deleted    bool
+	}
+	changes := make(chan change, 16)
+	fn := func(e bus.Entry, deleted bool) { changes <- change{e.Key, string(e.Value), deleted} }
+
+	ctx, cancel := context.WithCancel(testCtx(t))
+	done, err := kv.WatchDone(ctx, fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The existing key is delivered before WatchDone returns.
+	select {
+	case c := <-changes:
+		if c != (change{"before", "b", false}) {
+			t.Fatalf("first change %+v, want the existing key", c)
+		}
+	default:
+		t.Fatal("WatchDone returned before delivering the existing key")
+	}
+	if _, err := kv.PutTTL(testCtx(t), "short", []byte("s"), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if c := recv(t, changes, "the put"); c != (change{"short", "s", false}) {
+		t.Fatalf("change %+v, want the put of short", c)
+	}
+	if c := recv(t, changes, "the expiry"); c.key != "short" || !c.deleted {
+		t.Fatalf("change %+v, want short deleted when its TTL passed", c)
+	}
+	cancel()
+	recv(t, done, "the end of the watch after its context ended")
+
+	// A watch whose connection closes ends too, with its context still live.
+	okv, err := other.KV(testCtx(t), subjects.BucketAgents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err = okv.WatchDone(testCtx(t), func(bus.Entry, bool) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	recv(t, done, "the end of the watch after its connection closed")
+}
