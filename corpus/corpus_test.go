@@ -63,35 +63,44 @@ func documents(t *testing.T) map[string]bool {
 
 func TestQueriesAndQrels(t *testing.T) {
 	docs := documents(t)
+	for _, set := range corpus.Sets() {
+		t.Run(set.Name, func(t *testing.T) { checkSet(t, set, docs) })
+	}
+	if s, ok := corpus.LabelledSet(corpus.SetShipped); !ok || s.QueriesName != corpus.QueriesName {
+		t.Fatalf("LabelledSet(shipped) = %+v, %v", s, ok)
+	}
+}
+
+func checkSet(t *testing.T, set corpus.Set, docs map[string]bool) {
 	queries := map[string]bool{}
-	for i, line := range lines(t, corpus.Queries()) {
+	for i, line := range lines(t, set.Queries()) {
 		var q struct {
 			ID   string `json:"_id"`
 			Text string `json:"text"`
 		}
 		if err := json.Unmarshal([]byte(line), &q); err != nil || q.ID == "" || q.Text == "" || queries[q.ID] {
-			t.Errorf("%s:%d: %q: want a unique _id and text (%v)", corpus.QueriesName, i+1, line, err)
+			t.Errorf("%s:%d: %q: want a unique _id and text (%v)", set.QueriesName, i+1, line, err)
 		}
 		queries[q.ID] = true
 	}
-	if len(queries) < 40 {
-		t.Errorf("%d queries, want at least 40", len(queries))
+	if len(queries) < 60 {
+		t.Errorf("%d queries, want at least 60", len(queries))
 	}
 	answered := map[string]bool{}
-	ls := lines(t, corpus.Qrels())
+	ls := lines(t, set.Qrels())
 	if len(ls) == 0 || ls[0] != "query-id\tcorpus-id\tscore" {
-		t.Fatalf("%s: first line %q, want the BEIR header", corpus.QrelsName, ls[0])
+		t.Fatalf("%s: first line %q, want the BEIR header", set.QrelsName, ls[0])
 	}
 	seen := map[string]bool{}
 	for i, line := range ls[1:] {
 		f := strings.Split(line, "\t")
 		if len(f) != 3 {
-			t.Errorf("%s:%d: %q: want 3 tab-separated fields", corpus.QrelsName, i+2, line)
+			t.Errorf("%s:%d: %q: want 3 tab-separated fields", set.QrelsName, i+2, line)
 			continue
 		}
 		score, err := strconv.Atoi(f[2])
 		if !queries[f[0]] || !docs[f[1]] || err != nil || score < 1 || score > 2 || seen[f[0]+" "+f[1]] {
-			t.Errorf("%s:%d: %q: want a known query, a known document, score 1 or 2, once", corpus.QrelsName, i+2, line)
+			t.Errorf("%s:%d: %q: want a known query, a known document, score 1 or 2, once", set.QrelsName, i+2, line)
 		}
 		seen[f[0]+" "+f[1]] = true
 		if score == 2 {
