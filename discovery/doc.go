@@ -7,6 +7,14 @@
 // rank agents against a query by embedding similarity ("embed, vector top-k,
 // then route").
 //
+// Readers rank from an in-memory index, not from the bucket: a KV watch
+// keeps every registration, grouped into agents by name, with the agents'
+// card vectors (embedded with the reader's embedder, once) in a contiguous
+// matrix; a query is one dot product per agent and a top-k heap that
+// prefers, among agents about as similar, healthy and less loaded ones
+// (search.go). The index follows puts, deletes and TTL expiry, and watches
+// again after a watch ends (watch.go).
+//
 // Data enters as Registrations from workers and queries from callers, and
 // leaves as Registrations and Matches. A *Registry is safe for concurrent use.
 //

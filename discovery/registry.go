@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentbus/agentbus/bus"
@@ -14,24 +16,50 @@ import (
 	"github.com/agentbus/agentbus/subjects"
 )
 
-// Registry reads and writes KV AGENTBUS_AGENTS.
+// Registry reads and writes KV AGENTBUS_AGENTS. Writes (Put, Remove) and
+// List go to the bucket; Discover, Catalog and Serves read an in-memory
+// index of the bucket that a KV watch keeps current (index.go, watch.go),
+// started by the first of them. A Registry is safe for concurrent use;
+// Close stops its watch.
 type Registry struct {
+	cfg      Config
 	kv       *bus.KV
 	embedder llm.Embedder
 	now      func() time.Time
+	idx      *index
+
+	startOnce sync.Once
+	stop      context.CancelFunc
+	// synced closes once the index holds the bucket; stopped once its
+	// watch has ended for good; failed if the first watch failed, with
+	// failure.
+	synced, stopped, failed chan struct{}
+	failOnce                sync.Once
+	failure                 error
+	// embedMu makes concurrent queries embed pending cards once.
+	embedMu sync.Mutex
 }
 
-// New opens the registry; embedder embeds queries (and registrations made
-// with another embedder); nil means llm.LocalEmbedder.
+// New opens the registry with embedder (nil means llm.LocalEmbedder); see
+// Open.
 func New(ctx context.Context, b *bus.Bus, embedder llm.Embedder) (*Registry, error) {
-	kv, err := b.KV(ctx, subjects.BucketAgents)
+	return Open(ctx, Config{Bus: b, Embedder: embedder})
+}
+
+// Open checks cfg and opens the registry's bucket. The index is not built
+// until the first Discover, Catalog or Serves, so workers, which only
+// write, never hold one.
+func Open(ctx context.Context, cfg Config) (*Registry, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	kv, err := cfg.Bus.KV(ctx, subjects.BucketAgents)
 	if err != nil {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
-	if embedder == nil {
-		embedder = llm.LocalEmbedder{}
-	}
-	return &Registry{kv: kv, embedder: embedder, now: time.Now}, nil
+	return &Registry{cfg: cfg, kv: kv, embedder: cfg.Embedder, now: cfg.Now, idx: newIndex(cfg.Embedder.Name()),
+		synced: make(chan struct{}), stopped: make(chan struct{}), failed: make(chan struct{})}, nil
 }
 
 // Embedder is the embedder queries are embedded with.
@@ -102,17 +130,20 @@ func (r *Registry) List(ctx context.Context) ([]Instance, error) {
 }
 
 // Serves reports whether any registered instance, whatever its health,
-// offers capability.
+// offers capability. It asks the index, and the bucket itself when the
+// index says no, so that a registration made a moment ago, which the
+// index's watch may not have delivered yet, still counts.
 func (r *Registry) Serves(ctx context.Context, capability string) (bool, error) {
+	if ix, err := r.ready(ctx); err == nil && ix.serves(capability) {
+		return true, nil
+	}
 	list, err := r.List(ctx)
 	if err != nil {
 		return false, err
 	}
 	for _, in := range list {
-		for _, c := range in.Capabilities {
-			if c == capability {
-				return true, nil
-			}
+		if slices.Contains(in.Capabilities, capability) {
+			return true, nil
 		}
 	}
 	return false, nil
@@ -125,68 +156,79 @@ type Match struct {
 	Description  string   `json:"description"`
 	Capabilities []string `json:"capabilities"`
 	Examples     []string `json:"examples,omitempty"`
-	// Score is the cosine similarity of the query and the agent's embedding.
+	// Score is the cosine similarity of the query and the agent's card.
 	Score float64 `json:"score"`
+	// Rank orders matches: Score less a penalty, below Config.Margin
+	// unless the agent has no healthy instance, for load and health (see
+	// search.go). Matches come best Rank first.
+	Rank float64 `json:"rank"`
 	// Instances counts live (healthy or unhealthy) instances.
 	Instances int `json:"instances"`
 	Healthy   int `json:"healthy"`
+	// InFlight is the steps running on healthy instances; Load is
+	// InFlight per healthy instance.
+	InFlight int64   `json:"in_flight"`
+	Load     float64 `json:"load"`
 }
 
-// Discover embeds query and returns the top k agents (grouped by name, live
-// instances only) by cosine similarity, best first.
+// Discover embeds query and returns the k (DefaultK when k <= 0) live
+// agents, grouped by name, that best fit it, best first: by similarity of
+// the query to each agent's card, preferring, among agents about as
+// similar, the healthy and less loaded ones (see Match.Rank). It searches
+// the index, not the bucket: cards registered with another embedder are
+// embedded once with the registry's, on the first query that needs them.
 func (r *Registry) Discover(ctx context.Context, query string, k int) ([]Match, error) {
 	if k <= 0 {
-		k = 5
+		k = DefaultK
 	}
-	entries, err := r.kv.List(ctx)
+	ix, err := r.ready(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("discovery: %w", err)
+		return nil, err
 	}
 	qv, err := r.embedder.Embed(ctx, []string{query})
 	if err != nil {
 		return nil, fmt.Errorf("discovery: embed query with %s: %w", r.embedder.Name(), err)
 	}
-	now := r.now()
-	byName := map[string]*Match{}
-	vectors := map[string][]float32{}
-	for _, e := range entries {
-		var reg Registration
-		if json.Unmarshal(e.Value, &reg) != nil {
-			continue
-		}
-		h := reg.Health(now)
-		if h == Unreachable {
-			continue
-		}
-		m, ok := byName[reg.Name]
-		if !ok {
-			m = &Match{Name: reg.Name, Version: reg.Version, Description: reg.Description, Capabilities: reg.Capabilities, Examples: reg.Examples}
-			byName[reg.Name] = m
-			vec := reg.Embedding
-			if reg.Embedder != r.embedder.Name() || len(vec) == 0 {
-				vs, err := r.embedder.Embed(ctx, []string{reg.EmbeddingText})
-				if err != nil {
-					return nil, fmt.Errorf("discovery: embed %s: %w", reg.Name, err)
-				}
-				vec = vs[0]
-			}
-			vectors[reg.Name] = vec
-		}
-		m.Instances++
-		if h == Healthy {
-			m.Healthy++
-		}
+	if err := r.embedPending(ctx, ix); err != nil {
+		return nil, err
 	}
-	out := make([]Match, 0, len(byName))
-	for name, m := range byName {
-		m.Score = llm.Cosine(qv[0], vectors[name])
-		out = append(out, *m)
+	return ix.top(normalised(qv[0]), k, r.now(), r.cfg.Margin), nil
+}
+
+// Catalog returns every live agent (healthy or unhealthy instances) with
+// its card and live counts, by name, unranked: what is served, for a
+// planner that must know every capability without being handed every
+// card.
+func (r *Registry) Catalog(ctx context.Context) ([]Match, error) {
+	ix, err := r.ready(ctx)
+	if err != nil {
+		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Score != out[j].Score {
-			return out[i].Score > out[j].Score
+	return ix.catalog(r.now()), nil
+}
+
+// embedBatch bounds one request to the embedder.
+const embedBatch = 64
+
+// embedPending embeds, with the registry's embedder, the cards registered
+// with another one that the index has not seen before.
+func (r *Registry) embedPending(ctx context.Context, ix *index) error {
+	if len(ix.pending()) == 0 {
+		return nil
+	}
+	r.embedMu.Lock()
+	defer r.embedMu.Unlock()
+	texts := ix.pending() // another query may have embedded them meanwhile
+	for i := 0; i < len(texts); i += embedBatch {
+		batch := texts[i:min(i+embedBatch, len(texts))]
+		vs, err := r.embedder.Embed(ctx, batch)
+		if err != nil {
+			return fmt.Errorf("discovery: embed %d agents' cards with %s: %w", len(batch), r.embedder.Name(), err)
 		}
-		return out[i].Name < out[j].Name
-	})
-	return out[:min(k, len(out))], nil
+		if len(vs) != len(batch) {
+			return fmt.Errorf("discovery: embedder %s returned %d vectors for %d cards", r.embedder.Name(), len(vs), len(batch))
+		}
+		ix.embedded(batch, vs)
+	}
+	return nil
 }
