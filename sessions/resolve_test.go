@@ -1,0 +1,126 @@
+package sessions_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/sessions"
+)
+
+func turns(queries ...string) []events.Turn {
+	out := make([]events.Turn, len(queries))
+	for i, q := range queries {
+		out[i] = events.Turn{N: i + 1, WorkflowID: "wf" + string(rune('a'+i)), Query: q, Status: events.StateCompleted}
+	}
+	return out
+}
+
+func TestResolve(t *testing.T) {
+	rw := turns("how does sync.RWMutex work")
+	for _, tc := range []struct {
+		name, query string
+		history     []events.Turn
+		want        string
+		followUp    bool
+		turn        int
+	}{
+		{"what about the X", "and what about the read lock?", rw, "sync.RWMutex read lock", true, 1},
+		{"possessive pronoun", "and what about its read lock?", rw, "sync.RWMutex read lock", true, 1},
+		{"pronoun in a question", "how does it compare with sync.Mutex?", rw, "how does sync.RWMutex compare with sync.Mutex", true, 1},
+		{"short pronoun question", "is it fair to writers?", rw, "is sync.RWMutex fair to writers", true, 1},
+		{"subject switch", "what about sync.Mutex?", rw, "how does sync.Mutex work", true, 1},
+		{"standalone", "how do I read a file line by line", rw, "how do I read a file line by line", false, 0},
+		{"standalone after and", "and how do channels work?", rw, "and how do channels work?", false, 0},
+		{"long query with it", "what is it that makes goroutines so much cheaper than operating system threads in practice", rw,
+			"what is it that makes goroutines so much cheaper than operating system threads in practice", false, 0},
+		{"no history", "and what about the read lock?", nil, "and what about the read lock?", false, 0},
+		{"carried through a resolved turn",
+			"and what about its read lock?",
+			[]events.Turn{
+				{N: 1, WorkflowID: "w1", Query: "how does sync.RWMutex work"},
+				{N: 2, WorkflowID: "w2", Query: "how does it compare with sync.Mutex?", ResolvedQuery: "how does sync.RWMutex compare with sync.Mutex"},
+			}, "sync.RWMutex read lock", true, 2},
+		{"plural pronoun takes every identifier",
+			"what are their zero values?",
+			[]events.Turn{{N: 1, WorkflowID: "w1", Query: "compare sync.Mutex and sync.RWMutex"}},
+			"what are sync.Mutex and sync.RWMutex zero values", true, 1},
+		{"the turn whose subject the follow-up names, not the newest",
+			"and what about the mutex read lock?",
+			[]events.Turn{
+				{N: 1, WorkflowID: "w1", Query: "how does sync.RWMutex work"},
+				{N: 2, WorkflowID: "w2", Query: "how do I split lines with bufio.Scanner"},
+			}, "sync.RWMutex mutex read lock", true, 1},
+		{"content words when no identifier", "and what about closing them?",
+			turns("how do buffered channels work"), "closing buffered channels", true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := sessions.Resolve(tc.query, tc.history)
+			if got.Query != tc.want || got.FollowUp != tc.followUp || got.Turn != tc.turn {
+				t.Fatalf("Resolve(%q) = %+v, want query %q follow-up %v turn %d", tc.query, got, tc.want, tc.followUp, tc.turn)
+			}
+			if why := got.Why(tc.query); tc.followUp != (why != "") {
+				t.Fatalf("Why = %q", why)
+			}
+		})
+	}
+}
+
+func TestIsFollowUp(t *testing.T) {
+	for q, want := range map[string]bool{
+		"and what about the read lock?":  true,
+		"how about bufio.Reader":         true,
+		"is it safe for concurrent use?": true,
+		"how does it compare?":           true,
+		"how does sync.RWMutex work":     false,
+		"explain context cancellation":   false,
+		"":                               false,
+	} {
+		if got := sessions.IsFollowUp(q); got != want {
+			t.Errorf("IsFollowUp(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
+
+func TestSubject(t *testing.T) {
+	for q, want := range map[string]string{
+		"how does sync.RWMutex work":           "sync.RWMutex",
+		"what does net/http.Client.Do return":  "net/http.Client.Do",
+		"read json with encoding/json":         "encoding/json",
+		"when should I use a WaitGroup":        "WaitGroup",
+		"how do buffered channels work in Go?": "buffered channels",
+		"explain the `select` statement in Go": "select",
+	} {
+		if _, got := sessions.Subject(q); got != want {
+			t.Errorf("Subject(%q) = %q, want %q", q, got, want)
+		}
+	}
+}
+
+func TestExtractiveSummary(t *testing.T) {
+	ctx := context.Background()
+	ts := []events.Turn{
+		{N: 1, Query: "how does sync.RWMutex work", Status: events.StateCompleted,
+			Answer: "## sync.RWMutex\n\n**RWMutex** is a reader/writer mutual exclusion lock [1]. The lock can be held by many readers."},
+		{N: 2, Query: "and its read lock?", ResolvedQuery: "sync.RWMutex read lock", Status: events.StateCompleted,
+			Answer: "- RLock locks rw for reading [2]"},
+		{N: 3, Query: "what about cancellation", Status: events.StateFailed},
+	}
+	got, by, err := sessions.Extractive{}.Summarize(ctx, "", ts)
+	if err != nil || by != sessions.MethodExtractive {
+		t.Fatalf("Summarize: %q, %v", by, err)
+	}
+	want := "1. how does sync.RWMutex work — RWMutex is a reader/writer mutual exclusion lock.\n" +
+		"2. sync.RWMutex read lock — RLock locks rw for reading\n" +
+		"3. what about cancellation — failed"
+	if got != want {
+		t.Fatalf("summary:\n%s\nwant:\n%s", got, want)
+	}
+	// Rolling: the previous summary's lines come first; the newest
+	// MaxLines are kept.
+	again, _, _ := sessions.Extractive{MaxLines: 3}.Summarize(ctx, got, []events.Turn{{N: 4, Query: "how do I use context.WithTimeout", Status: events.StateCompleted}})
+	if lines := strings.Split(again, "\n"); len(lines) != 3 || !strings.HasPrefix(lines[0], "2. ") || lines[2] != "4. how do I use context.WithTimeout" {
+		t.Fatalf("rolled summary:\n%s", again)
+	}
+}

@@ -1,0 +1,178 @@
+package sessions_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbus/agentbus/bus/bustest"
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/sessions"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+func newStore(t *testing.T, cfg sessions.Config) *sessions.Store {
+	t.Helper()
+	cfg.Bus = bustest.New(t).Bus
+	cfg.Logger = bustest.Logger(t)
+	s, err := sessions.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func turn(wf, q, answer string) events.Turn {
+	return events.Turn{WorkflowID: wf, Query: q, Answer: answer, Status: events.StateCompleted,
+		Citations: json.RawMessage(`[{"n":1,"doc_id":"go/sync","chunk_id":"go/sync#0"}]`)}
+}
+
+// A completion redone after a crash — the same workflow appended again,
+// however late — never adds a second turn; a changed outcome of the same
+// workflow replaces its turn in place.
+func TestAppendIsIdempotentByWorkflow(t *testing.T) {
+	ctx := ctxT(t)
+	s := newStore(t, sessions.Config{})
+	if _, err := s.Append(ctx, "acme", "", "s1", turn("wf-1", "how does sync.RWMutex work", "RWMutex is a lock.")); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := s.Append(ctx, "acme", "", "s1", turn("wf-1", "how does sync.RWMutex work", "RWMutex is a lock.")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failed := turn("wf-2", "and its read lock?", "")
+	failed.Status = events.StateFailed
+	if _, err := s.Append(ctx, "acme", "", "s1", failed); err != nil {
+		t.Fatal(err)
+	}
+	// wf-2 resumed and completed: its turn is replaced, not added.
+	if _, err := s.Append(ctx, "acme", "", "s1", turn("wf-2", "and its read lock?", "RLock locks for reading.")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Load(ctx, "acme", "", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Turns) != 2 || got.Turns[0].N != 1 || got.Turns[1].N != 2 || got.Turns[1].Status != events.StateCompleted ||
+		got.Turns[1].Answer != "RLock locks for reading." {
+		t.Fatalf("turns = %+v", got.Turns)
+	}
+}
+
+// Concurrent appends of different turns all land (compare-and-set), and
+// concurrent redos of one land once.
+func TestAppendConcurrent(t *testing.T) {
+	ctx := ctxT(t)
+	s := newStore(t, sessions.Config{MaxTurns: 100})
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := range 20 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, err := s.Append(ctx, "acme", "ada", "s1", turn(fmt.Sprintf("wf-%d", i), "q", "a."))
+			errs <- err
+		}()
+		go func() {
+			defer wg.Done()
+			_, err := s.Append(ctx, "acme", "ada", "s1", turn("wf-same", "q", "a."))
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Load(ctx, "acme", "ada", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Turns) != 21 {
+		t.Fatalf("%d turns, want 21", len(got.Turns))
+	}
+	for i, tn := range got.Turns {
+		if tn.N != i+1 {
+			t.Fatalf("turn %d has N %d", i, tn.N)
+		}
+	}
+}
+
+func TestSummaryEveryThreeTurnsAndTrim(t *testing.T) {
+	ctx := ctxT(t)
+	s := newStore(t, sessions.Config{MaxTurns: 4})
+	for i := 1; i <= 7; i++ {
+		got, err := s.Append(ctx, "acme", "", "s1", turn(fmt.Sprintf("wf-%d", i), fmt.Sprintf("question %d", i), fmt.Sprintf("Answer %d. More.", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCovers := i / 3 * 3
+		if got.SummaryCovers != wantCovers {
+			t.Fatalf("after %d turns the summary covers %d, want %d", i, got.SummaryCovers, wantCovers)
+		}
+		if i == 3 && got.Summary != "1. question 1 — Answer 1.\n2. question 2 — Answer 2.\n3. question 3 — Answer 3." {
+			t.Fatalf("summary at 3:\n%s", got.Summary)
+		}
+	}
+	got, _ := s.Load(ctx, "acme", "", "s1")
+	if got.Count() != 7 || len(got.Turns) != 4 || got.Dropped != 3 || got.Turns[0].N != 4 {
+		t.Fatalf("count %d, kept %d, dropped %d, first N %d", got.Count(), len(got.Turns), got.Dropped, got.Turns[0].N)
+	}
+	if !strings.HasPrefix(got.Summary, "1. question 1") || !strings.Contains(got.Summary, "6. question 6 — Answer 6.") || got.SummaryBy != sessions.MethodExtractive {
+		t.Fatalf("summary at 6:\n%s (by %s)", got.Summary, got.SummaryBy)
+	}
+	c := got.Conversation(3, "typed")
+	if c.SessionID != "s1" || len(c.History) != 3 || c.History[0].N != 5 || c.Summary != got.Summary || c.OriginalQuery != "typed" {
+		t.Fatalf("conversation = %+v", c)
+	}
+}
+
+type failingSummarizer struct{}
+
+func (failingSummarizer) Summarize(context.Context, string, []events.Turn) (string, string, error) {
+	return "", "model-x", errors.New("model down")
+}
+
+func TestSummarizerFailureFallsBack(t *testing.T) {
+	ctx := ctxT(t)
+	s := newStore(t, sessions.Config{SummaryEvery: 1, Summarizer: failingSummarizer{}})
+	got, err := s.Append(ctx, "acme", "", "s1", turn("wf-1", "q", "Done."))
+	if err != nil || got.SummaryBy != sessions.MethodExtractive || got.Summary != "1. q — Done." {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+}
+
+// A user's session is invisible to another user and to the tenant as a
+// whole, and a session of one tenant to every other.
+func TestSessionsAreScoped(t *testing.T) {
+	ctx := ctxT(t)
+	s := newStore(t, sessions.Config{})
+	if _, err := s.Append(ctx, "acme", "ada", "s1", turn("wf-1", "q", "a")); err != nil {
+		t.Fatal(err)
+	}
+	for _, who := range []struct{ tenant, user string }{{"acme", "bob"}, {"acme", ""}, {"globex", "ada"}} {
+		if _, err := s.Load(ctx, who.tenant, who.user, "s1"); !errors.Is(err, sessions.ErrNotFound) {
+			t.Errorf("%s/%q: err = %v, want ErrNotFound", who.tenant, who.user, err)
+		}
+	}
+	if _, err := s.Load(ctx, "acme", "ada", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load(ctx, "acme", "", "Bad.Id"); !errors.Is(err, subjects.ErrInvalidToken) {
+		t.Fatalf("bad id: %v", err)
+	}
+}
