@@ -31,6 +31,13 @@ type Config struct {
 	// Registry, when set, routes bare queries by semantic discovery; New
 	// opens it by default.
 	Registry *discovery.Registry
+	// Candidates is how many agents, those that best fit a bare query by
+	// semantic discovery (healthy and less loaded first among close
+	// scores), the planner sees with their cards; every other live agent
+	// comes after them without its card (name and capabilities only), so
+	// that the planner knows what is served without being handed the
+	// whole registry. Default discovery.DefaultK (5).
+	Candidates int
 	// MinScore is the similarity below which discovery does not route a
 	// bare query and the echo step is planned instead; default 0.05.
 	MinScore float64
@@ -87,6 +94,9 @@ func (c *Config) setDefaults() {
 	if c.MinScore == 0 {
 		c.MinScore = 0.05
 	}
+	if c.Candidates == 0 {
+		c.Candidates = discovery.DefaultK
+	}
 	if c.ApprovalThreshold == 0 {
 		c.ApprovalThreshold = 0.85
 	}
@@ -114,6 +124,9 @@ func (c Config) Validate() error {
 	}
 	if c.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("orchestrator: concurrency %d below 1", c.Concurrency))
+	}
+	if c.Candidates < 1 {
+		errs = append(errs, fmt.Errorf("orchestrator: candidates %d below 1", c.Candidates))
 	}
 	if c.StepLease > 0 && (c.ScanInterval <= 0 || c.ScanBudget < 1) {
 		errs = append(errs, fmt.Errorf("orchestrator: scan interval %s and budget %d must be positive", c.ScanInterval, c.ScanBudget))

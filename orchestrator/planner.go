@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"slices"
@@ -12,8 +13,10 @@ import (
 )
 
 // Planner turns a bare query into a plan. agents are the live registered
-// agents, ranked by semantic similarity to the query (best first, Score
-// set); a planner chooses among their capabilities. Besides the plan it
+// agents: first the few that best fit the query by semantic discovery,
+// with their cards, best first (Score set; see discovery.Match.Rank), then
+// every other one without its card and with Score 0 (see candidates in
+// route.go); a planner chooses among their capabilities. Besides the plan it
 // returns a one-line explanation of how the plan was made, which the
 // workflow's status event carries. The orchestrator still checks the plan
 // (Stages, and that every capability is served) before running it.
@@ -40,7 +43,8 @@ var (
 // withDefaultPlanner returns cfg.Planner with its defaults filled in from
 // cfg: a HeuristicPlanner with cfg.MinScore and the registry's embedder when
 // none is set, and that same planner as the fallback of an LLMPlanner that
-// names none. cfg.Registry must be set.
+// names none, with cfg.Candidates as its Cards when it sets none.
+// cfg.Registry must be set.
 func withDefaultPlanner(cfg Config) Planner {
 	h := HeuristicPlanner{MinScore: cfg.MinScore}
 	if cfg.Registry != nil {
@@ -50,9 +54,12 @@ func withDefaultPlanner(cfg Config) Planner {
 	case nil:
 		return h
 	case *LLMPlanner:
-		if p.Fallback == nil {
+		if p.Fallback == nil || p.Cards == 0 {
 			c := *p
-			c.Fallback = h
+			if c.Fallback == nil {
+				c.Fallback = h
+			}
+			c.Cards = cmp.Or(c.Cards, cfg.Candidates)
 			return &c
 		}
 	}

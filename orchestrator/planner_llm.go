@@ -23,11 +23,14 @@ type Completer interface {
 var _ Completer = (*llm.Chat)(nil)
 
 // LLMPlanner plans with a language model behind an OpenAI-compatible
-// chat-completions endpoint. It tells the model the registered
-// capabilities (with their agents' descriptions and examples) and the plan
-// JSON Schema, asks for a JSON plan, and accepts the answer only if it is
-// JSON, valid against schemas.Plan, passes Stages (no cycle, no unknown
-// dependency, no duplicate id) and uses registered capabilities only.
+// chat-completions endpoint. It tells the model the capabilities of the
+// first Cards agents it is given — the orchestrator gives the agents that
+// best fit the query first (the seed's "embed → top 5 → LLM decides") —
+// with their descriptions and examples, never the whole registry, and the
+// plan JSON Schema; asks for a JSON plan; and accepts the answer only if it
+// is JSON, valid against schemas.Plan, passes Stages (no cycle, no unknown
+// dependency, no duplicate id) and uses capabilities that some agent it was
+// given offers (the agents past Cards count here, not in the prompt).
 // Otherwise — the endpoint is down, times out, errs, or answers badly — it
 // plans with Fallback and says why in the explanation:
 // "LLM planner failed (…); heuristic planner: …".
@@ -40,6 +43,19 @@ type LLMPlanner struct {
 	// Fallback plans when the model cannot; default: the orchestrator's
 	// HeuristicPlanner (HeuristicPlanner{} outside an orchestrator).
 	Fallback Planner
+	// Cards is how many agents, from the first, the prompt describes;
+	// default: the orchestrator's Config.Candidates
+	// (discovery.DefaultK outside an orchestrator).
+	Cards int
+}
+
+// cards returns the agents whose cards the prompt describes.
+func (p *LLMPlanner) cards(agents []discovery.Match) []discovery.Match {
+	n := p.Cards
+	if n <= 0 {
+		n = discovery.DefaultK
+	}
+	return agents[:min(n, len(agents))]
 }
 
 // Plan asks the model for a plan, or falls back (see LLMPlanner). It fails
@@ -78,7 +94,7 @@ func (p *LLMPlanner) ask(ctx context.Context, query string, agents []discovery.M
 	if len(have) == 0 {
 		return events.Plan{}, errors.New("no agent is registered to plan with")
 	}
-	system, err := systemPrompt(agents)
+	system, err := systemPrompt(p.cards(agents))
 	if err != nil {
 		return events.Plan{}, err
 	}
@@ -143,7 +159,10 @@ func systemPrompt(agents []discovery.Match) (string, error) {
 			offers = append(offers, offer{c, a.Name, d})
 		}
 	}
-	// A stable order keeps the prompt the same for every query.
+	if len(offers) == 0 {
+		return "", errors.New("none of the agents that fit the query offers a capability")
+	}
+	// A stable order keeps the prompt the same for the same agents.
 	slices.SortFunc(offers, func(a, b offer) int { return strings.Compare(a.capability, b.capability) })
 	var b strings.Builder
 	b.WriteString("You are the planner of agentbus, a multi-agent pipeline. The user's message is a query. " +

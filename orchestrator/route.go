@@ -8,15 +8,11 @@ import (
 	"github.com/agentbus/agentbus/events"
 )
 
-// discoverAll is more agents than any deployment registers, so that
-// Discover ranks them all.
-const discoverAll = 1 << 16
-
 // planQuery plans a bare query with the configured Planner and says how it
-// was planned. The planner sees every live registered agent, ranked by
-// semantic similarity to the query. If the registry cannot be read, or the
-// planner fails, the query is planned as one echo step and the explanation
-// says why.
+// was planned. The planner sees the cards of the Config.Candidates agents
+// that best fit the query, then every other live agent without its card
+// (see candidates). If the registry cannot be read, or the planner fails,
+// the query is planned as one echo step and the explanation says why.
 func (o *Orchestrator) planQuery(ctx context.Context, query string) (events.Plan, string) {
 	agents, err := o.agents(ctx, query)
 	if err != nil {
@@ -31,37 +27,46 @@ func (o *Orchestrator) planQuery(ctx context.Context, query string) (events.Plan
 	return p, why
 }
 
-// agents returns the live registered agents ranked against query. When
-// ranking fails (a remote embedder down) it returns them unranked (score
-// 0), so that planners still see what is registered.
+// agents returns what a planner sees for query: discovery's top
+// Config.Candidates agents with their cards, best first, then the rest of
+// the live agents without cards (candidates). When ranking fails (a remote
+// embedder down) the first Candidates agents by name take the top's place,
+// unranked (score 0), so that planners still see what is registered.
 func (o *Orchestrator) agents(ctx context.Context, query string) ([]discovery.Match, error) {
-	reg := o.cfg.Registry
-	matches, err := reg.Discover(ctx, query, discoverAll)
-	if err == nil {
-		return matches, nil
+	reg, k := o.cfg.Registry, o.cfg.Candidates
+	all, err := reg.Catalog(ctx)
+	if err != nil {
+		return nil, err
 	}
-	o.log.Warn("discovery failed; planning with unranked agents", "err", err)
-	list, lerr := reg.List(ctx)
-	if lerr != nil {
-		return nil, lerr
+	top, err := reg.Discover(ctx, query, k)
+	if err != nil {
+		o.log.Warn("discovery failed; planning with unranked agents", "err", err)
+		top = all[:min(k, len(all))]
 	}
-	byName := map[string]int{}
-	var out []discovery.Match
-	for _, in := range list {
-		if in.Health == discovery.Unreachable {
+	return candidates(top, all), nil
+}
+
+// candidates is top, the agents a planner may read the cards of (at most
+// Config.Candidates, best first), followed by every agent of all that top
+// lacks, in name order, with its card left out: Description and Examples
+// empty, Score and Rank 0. Planners so know every capability that is
+// served — the heuristic planner's flows need to — while only the top
+// agents' cards reach, say, an LLM's prompt (LLMPlanner.Cards). The rest
+// score 0, below any MinScore, so no planner routes to them by similarity;
+// a query that names one of their capabilities still reaches it.
+func candidates(top, all []discovery.Match) []discovery.Match {
+	out := make([]discovery.Match, 0, len(all)+len(top))
+	in := make(map[string]bool, len(top))
+	for _, m := range top {
+		out = append(out, m)
+		in[m.Name] = true
+	}
+	for _, m := range all {
+		if in[m.Name] {
 			continue
 		}
-		i, ok := byName[in.Name]
-		if !ok {
-			i = len(out)
-			byName[in.Name] = i
-			out = append(out, discovery.Match{Name: in.Name, Version: in.Version, Description: in.Description,
-				Capabilities: in.Capabilities, Examples: in.Examples})
-		}
-		out[i].Instances++
-		if in.Health == discovery.Healthy {
-			out[i].Healthy++
-		}
+		m.Description, m.Examples, m.Score, m.Rank = "", nil, 0, 0
+		out = append(out, m)
 	}
-	return out, nil
+	return out
 }
