@@ -80,6 +80,9 @@ func (o *Orchestrator) plan(ctx context.Context, cp *Checkpoint, sub events.Work
 		if p, lifted := autoIngest(cp.Plan, sub.Metadata); lifted {
 			cp.Plan, why = p, why+"; ingest without approval ("+MetadataAutoIngest+")"
 		}
+		if p, added := o.withAnswer(pctx, cp.Plan, sub.Query); added != "" {
+			cp.Plan, why = p, why+"; "+added
+		}
 		// The planner fell back (the LLM failed, or no planner could run).
 		span.SetAttributes(attrPlanned.String(why), attrFallback.Bool(strings.Contains(why, " failed")))
 		why = "; " + why

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/agents/agentkit"
+	"github.com/agentbus/agentbus/internal/querykind"
 )
 
 // Capabilities the composer serves.
@@ -44,6 +47,10 @@ type Config struct {
 	ReportSentences int
 	// Passages is how many hits the LLM is shown; default 8.
 	Passages int
+	// StreamWindow is how long the tokens of a streamed LLM answer are
+	// gathered into one artifact chunk; default 50ms. Negative: the LLM
+	// is asked for one JSON answer, which is published when checked.
+	StreamWindow time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -55,6 +62,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Passages == 0 {
 		c.Passages = 8
+	}
+	if c.StreamWindow == 0 {
+		c.StreamWindow = 50 * time.Millisecond
 	}
 }
 
@@ -144,12 +154,6 @@ type hit struct {
 	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
-// searchOutput is the part of the search step's output read here.
-type searchOutput struct {
-	Query string `json:"query"`
-	Hits  []hit  `json:"hits"`
-}
-
 // Handle composes the answer for the step's capability.
 func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emitter) (json.RawMessage, error) {
 	report := false
@@ -164,13 +168,16 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	if err := agentkit.Decode(req, agentkit.InputSchema(req.Capability), &in); err != nil {
 		return nil, err
 	}
-	var found searchOutput
-	agentkit.Dependency(req, "search", &found)
+	g := gather(req)
 	query := agentkit.QueryOf(req, in.Query)
 	if query == "" {
-		query = strings.TrimSpace(found.Query)
+		query = g.query
 	}
-	hits := withWeb(usable(found.Hits), webHits(req))
+	found := withWeb(g.hits, webHits(req))
+	hits := slices.Clone(found)
+	for _, s := range g.steps {
+		hits = append(hits, stepHit(s))
+	}
 	facts := remembered(req)
 	k := a.cfg.SummarySentences
 	if report {
@@ -179,7 +186,9 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	if in.MaxSentences > 0 {
 		k = in.MaxSentences
 	}
-	c := &composition{query: query, hits: hits, facts: facts, report: report, k: k, emit: emit}
+	c := &composition{query: query, understood: querykind.Understand(query), hits: hits, found: len(found),
+		facts: facts, report: report, k: k, emit: emit, problems: req.Problems, conversation: req.Conversation}
+	c.comparison = comparisonOf(c.understood, g.sides)
 	out := Output{Method: MethodExtractive, Remembered: facts}
 	switch {
 	case len(hits) == 0:

@@ -43,14 +43,27 @@ func (a *Agent) tryLLM(ctx context.Context, c *composition, emit agents.Emitter)
 	if a.cfg.LLM == nil {
 		return false, ""
 	}
-	passages := c.hits[:min(len(c.hits), a.cfg.Passages)]
+	c.passages = c.passages[:0]
+	for i := range c.hits {
+		if i < min(c.found, a.cfg.Passages) || i >= c.found {
+			c.passages = append(c.passages, i)
+		}
+	}
+	passages := make([]hit, len(c.passages))
+	for n, i := range c.passages {
+		passages[n] = c.hits[i]
+	}
 	system := systemSummary
 	if c.report {
 		system = systemReport
 	}
+	user := c.prompt(passages)
+	if s, ok := a.cfg.LLM.(Streamer); ok && a.cfg.StreamWindow >= 0 {
+		return a.tryStream(ctx, c, s, system, user, len(passages))
+	}
 	var answer string
 	var cited []int
-	ok, reason := agentkit.TryLLM(ctx, emit, a.cfg.LLM, system, prompt(c.query, c.facts, passages), func(raw string) error {
+	ok, reason := agentkit.TryLLM(ctx, emit, a.cfg.LLM, system, user, func(raw string) error {
 		text, err := parseAnswer(raw)
 		if err != nil {
 			return err
@@ -69,14 +82,33 @@ func (a *Agent) tryLLM(ctx context.Context, c *composition, emit agents.Emitter)
 	return true, ""
 }
 
-// prompt is the user message: the question, what the user told earlier,
-// and the numbered passages.
-func prompt(query string, facts []string, passages []hit) string {
+// prompt is the user message: the question (a comparison's sides
+// named), the conversation so far, what the user told earlier, the steps
+// that failed, and the numbered passages.
+func (c *composition) prompt(passages []hit) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Question: %s\n\n", query)
-	if len(facts) > 0 {
+	fmt.Fprintf(&b, "Question: %s\n\n", c.query)
+	if c.comparison != nil {
+		names := make([]string, len(c.comparison.sides))
+		for i, sd := range c.comparison.sides {
+			names[i] = sd.Name
+		}
+		fmt.Fprintf(&b, "This compares %s: include a section \"## %s\" with a \"### \" subsection per side, "+
+			"each cited.\n\n", strings.Join(names, " and "), strings.Join(names, " vs "))
+	}
+	if conv := c.conversation; conv != nil && (len(conv.History) > 0 || conv.Summary != "") {
+		b.WriteString("Earlier in this conversation:\n")
+		if conv.Summary != "" {
+			b.WriteString("Summary: " + oneLine(conv.Summary, 600) + "\n")
+		}
+		for _, t := range conv.History {
+			fmt.Fprintf(&b, "- Q: %s\n  A: %s\n", oneLine(t.Query, 200), oneLine(t.Answer, 400))
+		}
+		b.WriteString("\n")
+	}
+	if len(c.facts) > 0 {
 		b.WriteString("The user told you earlier (mention what is relevant):\n")
-		for _, f := range facts {
+		for _, f := range c.facts {
 			b.WriteString("- " + f + "\n")
 		}
 		b.WriteString("\n")
@@ -137,14 +169,20 @@ func checkCitations(text string, n int) ([]int, error) {
 	return out, nil
 }
 
+// setRefs numbers the citations of a checked LLM answer: its [n] are
+// passage numbers, which stay the citation numbers.
+func (c *composition) setRefs(cited []int) {
+	c.refs = make([]ref, 0, len(cited))
+	for _, n := range cited {
+		c.refs = append(c.refs, ref{n: n, hit: c.passages[n-1]})
+	}
+}
+
 // fromLLM takes a checked LLM answer. Its [n] are passage numbers, which
 // stay the citation numbers: passage n is hit n-1, and the citation list
 // holds the cited ones only. The answer streams one paragraph per chunk.
 func (c *composition) fromLLM(answer string, cited []int) {
-	c.refs = make([]ref, 0, len(cited))
-	for _, n := range cited {
-		c.refs = append(c.refs, ref{n: n, hit: n - 1})
-	}
+	c.setRefs(cited)
 	paras := strings.Split(answer, "\n\n")
 	// The memory line opens the answer, after a leading heading.
 	at := 0
@@ -159,6 +197,7 @@ func (c *composition) fromLLM(answer string, cited []int) {
 			c.add(p + "\n\n")
 		}
 	}
+	c.add(c.limitations())
 	if c.report {
 		c.add(c.sourcesSection())
 	}

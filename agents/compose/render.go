@@ -8,20 +8,36 @@ import (
 	"strings"
 
 	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/internal/querykind"
 )
 
 // composition is one answer being built: its parts, streamed one artifact
 // chunk each, and the hits it cites, numbered in order of first citation.
 type composition struct {
-	query  string
-	hits   []hit
-	facts  []string
-	report bool
-	k      int
-	emit   agents.Emitter
+	query      string
+	understood querykind.Understanding
+	// hits are what the answer may cite: the search and web hits (the
+	// first found), then one per step source.
+	hits       []hit
+	found      int
+	facts      []string
+	report     bool
+	k          int
+	emit       agents.Emitter
+	problems   []events.StepProblem
+	comparison *comparison
+	// conversation is the session's earlier turns, for the model.
+	conversation *events.Conversation
+	// passages maps an LLM passage number n to its hit, at n-1.
+	passages []int
 
 	parts []string
 	refs  []ref // citations in number order
+	// emitted counts the parts already published (a streamed answer's),
+	// opened whether the artifact was opened.
+	emitted int
+	opened  bool
 }
 
 // ref is citation number n of hit index hit.
@@ -63,22 +79,31 @@ func (c *composition) sources() int {
 	return len(docs)
 }
 
-// stream publishes the parts as one artifact: the first chunk opens it,
-// later ones append, the last closes it.
-func (c *composition) stream(ctx context.Context) error {
-	parts := slices.DeleteFunc(slices.Clone(c.parts), func(p string) bool { return p == "" })
-	name := "summary"
+// artifactName is the answer artifact's name: summary or report.
+func (c *composition) artifactName() string {
 	if c.report {
-		name = "report"
+		return "report"
+	}
+	return "summary"
+}
+
+// stream publishes the parts not yet published as the answer artifact:
+// the first chunk opens it (unless a streamed answer already did), later
+// ones append, the last closes it.
+func (c *composition) stream(ctx context.Context) error {
+	parts := slices.DeleteFunc(slices.Clone(c.parts[c.emitted:]), func(p string) bool { return p == "" })
+	if len(parts) == 0 && c.opened {
+		parts = []string{""} // close what was streamed
 	}
 	for i, p := range parts {
 		if i == len(parts)-1 {
 			p = strings.TrimRight(p, "\n ")
 		}
-		if err := c.emit.Artifact(ctx, ArtifactID, name, p, i > 0, i == len(parts)-1); err != nil {
+		if err := c.emit.Artifact(ctx, ArtifactID, c.artifactName(), p, c.opened || i > 0, i == len(parts)-1); err != nil {
 			return err
 		}
 	}
+	c.emitted, c.opened = len(c.parts), true
 	return nil
 }
 
@@ -111,19 +136,46 @@ func (c *composition) nothingFound() {
 	c.add(fmt.Sprintf("I found nothing%s in the indexed documents, so I cannot answer from them.", q))
 }
 
-// extractive composes the answer from the hits' own sentences.
+// queryTerms are the terms the answer's sentences are ranked by: what
+// the query searches for, not how it is asked ("compare", "in detail").
+func (c *composition) queryTerms() []string {
+	if q := strings.TrimSpace(c.understood.Search); q != "" {
+		return terms(q)
+	}
+	return terms(c.query)
+}
+
+// extractive composes the answer from the hits' own sentences (the
+// search and web hits; step outputs are listed whole), with a side-by-
+// side section for a comparison, the steps' results, and what failed.
 func (c *composition) extractive() {
-	cands := sentences(c.hits)
-	score(cands, terms(c.query))
-	chosen := pick(cands, c.k)
-	if len(chosen) == 0 {
+	found := c.hits[:c.found]
+	qt := c.queryTerms()
+	var per [][]sentence
+	used := map[string]bool{}
+	if c.comparison != nil {
+		per = c.sideBySide(*c.comparison, qt)
+		for _, ss := range per {
+			for _, s := range ss {
+				used[s.text] = true
+			}
+		}
+	}
+	cands := slices.DeleteFunc(sentences(found), func(s sentence) bool { return used[s.text] })
+	score(cands, qt)
+	k := c.k
+	if per != nil && !c.report {
+		k = 0 // a compared summary is its sides
+	}
+	chosen := pick(cands, k)
+	if len(chosen) == 0 && per == nil {
 		// Hits too short to hold a sentence: cite their openings.
-		for h := range c.hits[:min(len(c.hits), 3)] {
+		for h := range found[:min(len(found), 3)] {
 			chosen = append(chosen, sentence{text: opening(c.hits[h].Text), hit: h})
 		}
 	}
 	if c.report {
-		c.renderReport(chosen)
+		c.renderReport(chosen, per)
 		return
 	}
 	if m := c.memoryLine(); m != "" {
@@ -136,6 +188,11 @@ func (c *composition) extractive() {
 		}
 		c.add(c.cited(s) + sep)
 	}
+	if per != nil {
+		c.add(c.renderComparison(*c.comparison, per))
+	}
+	c.add(c.stepResults(c.found))
+	c.add(c.limitations())
 }
 
 // cited renders a sentence with its citation: "Text. [n]".
@@ -148,10 +205,11 @@ func (c *composition) cited(s sentence) string {
 }
 
 // renderReport lays the chosen sentences out as Overview (the two most
-// relevant), Findings (the rest, grouped per document section — the
-// chunk's title, which carries the document's headings — in ranking
-// order) and Sources.
-func (c *composition) renderReport(chosen []sentence) {
+// relevant), the side-by-side section of a comparison, Findings (the
+// rest, grouped per document section — the chunk's title, which carries
+// the document's headings — in ranking order), Step results (other
+// steps' outputs), Limitations (failed steps) and Sources.
+func (c *composition) renderReport(chosen []sentence, per [][]sentence) {
 	over := chosen[:min(2, len(chosen))]
 	rest := slices.Clone(chosen[len(over):])
 	var b strings.Builder
@@ -167,6 +225,9 @@ func (c *composition) renderReport(chosen []sentence) {
 	}
 	b.WriteString("\n\n")
 	c.add(b.String())
+	if per != nil {
+		c.add(c.renderComparison(*c.comparison, per))
+	}
 
 	c.add("## Findings\n\n")
 	if len(rest) == 0 {
@@ -192,6 +253,8 @@ func (c *composition) renderReport(chosen []sentence) {
 		b.WriteString("\n")
 		c.add(b.String())
 	}
+	c.add(c.stepResults(c.found))
+	c.add(c.limitations())
 	c.add(c.sourcesSection())
 }
 

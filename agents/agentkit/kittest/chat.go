@@ -27,7 +27,8 @@ func Answer(status int, content string) Reply {
 
 // ChatServer is a local HTTP server that speaks the OpenAI
 // chat-completions protocol (POST /v1/chat/completions with a system and
-// a user message) and records the prompts it is sent. It is safe for
+// a user message; with "stream": true the answer comes as server-sent
+// chunks, a token each) and records the prompts it is sent. It is safe for
 // concurrent use and closes when its test ends.
 type ChatServer struct {
 	*httptest.Server
@@ -46,6 +47,7 @@ func NewChatServer(t testing.TB, reply Reply) *ChatServer {
 		}
 		var req struct {
 			Model    string `json:"model"`
+			Stream   bool   `json:"stream"`
 			Messages []struct {
 				Role    string `json:"role"`
 				Content string `json:"content"`
@@ -65,6 +67,10 @@ func NewChatServer(t testing.TB, reply Reply) *ChatServer {
 			apiError(w, status, content)
 			return
 		}
+		if req.Stream {
+			streamTokens(w, req.Model, content)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(map[string]any{
@@ -75,6 +81,49 @@ func NewChatServer(t testing.TB, reply Reply) *ChatServer {
 	}))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// streamTokens answers a request with "stream": true as the protocol's
+// server-sent events: one chat.completion.chunk per token of content (a
+// word with the space before it), flushed each, then [DONE].
+func streamTokens(w http.ResponseWriter, model, content string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		_, _ = w.Write([]byte("data: " + string(b) + "\n\n"))
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+	}
+	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	for _, tok := range Tokens(content) {
+		send(chunk(map[string]any{"content": tok}, nil))
+	}
+	send(chunk(map[string]any{}, "stop"))
+	_, _ = w.Write([]byte("data: [DONE]\n\n"))
+}
+
+// Tokens splits content the way the ChatServer streams it: each word
+// with the spaces before it, so that the tokens join to content.
+func Tokens(content string) []string {
+	var out []string
+	start := 0
+	for i := 1; i < len(content); i++ {
+		if content[i] == ' ' && content[i-1] != ' ' {
+			out = append(out, content[start:i])
+			start = i
+		}
+	}
+	if start < len(content) {
+		out = append(out, content[start:])
+	}
+	return out
 }
 
 func apiError(w http.ResponseWriter, status int, message string) {
