@@ -4,10 +4,15 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/agentbus/agentbus/discovery"
 )
 
 // AgentsResponse answers GET /v1/agents: every registered instance with
-// its health or, with ?query=, the top-k agents by semantic similarity.
+// its health or, with ?query=, the k (default 5) agents that best fit the
+// query, from the registry's index: by semantic similarity, the healthy
+// and less loaded first among close scores (discovery.Match.Rank). Embedder
+// names the embedder queries and cards are compared with.
 type AgentsResponse struct {
 	Embedder  string `json:"embedder"`
 	Instances any    `json:"instances,omitempty"`
@@ -35,7 +40,7 @@ func (g *Gateway) agents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if hasQuery {
-		k := 5
+		k := discovery.DefaultK
 		if v := q.Get("k"); q.Has("k") {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > 100 {

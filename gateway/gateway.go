@@ -57,6 +57,10 @@ type Config struct {
 	// workers' registry. It must not hold the go_* and process_*
 	// collectors, which the gateway registers itself.
 	Metrics prometheus.Gatherer
+	// Registry answers GET /v1/agents: `agentbus serve` shares the
+	// orchestrator's, so one index serves both; default: one opened on Bus
+	// with the local embedder.
+	Registry *discovery.Registry
 	// TracerProvider, when set, records a span per HTTP request (otelhttp)
 	// and per submission published, whose context the submission carries
 	// as ce-traceparent (trace.go). Unset, an incoming traceparent header is
@@ -157,9 +161,11 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	reg, err := discovery.New(ctx, cfg.Bus, nil)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
+	reg := cfg.Registry
+	if reg == nil {
+		if reg, err = discovery.New(ctx, cfg.Bus, nil); err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
 	}
 	writes, err := newWriteProtection(cfg.CORS, cfg.Auth.mw.on())
 	if err != nil {
