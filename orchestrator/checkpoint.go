@@ -38,6 +38,11 @@ type Checkpoint struct {
 	Parent *events.ForkOf `json:"parent,omitempty"`
 	// Metadata is the submission's metadata (e.g. an A2A context id).
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// User is whom the workflow runs for (from the gateway's token), passed
+	// to every step; Session is the conversation it is a turn of
+	// (session.go).
+	User    string        `json:"user,omitempty"`
+	Session *SessionState `json:"session,omitempty"`
 	// Deadline, if set, is when the workflow fails with code "timeout".
 	Deadline *time.Time `json:"deadline,omitempty"`
 	// Canceled says why the workflow was canceled.

@@ -84,7 +84,7 @@ func (o *Orchestrator) request(cp *Checkpoint, s events.PlanStep, t *Task, deps 
 	now := time.Now().UTC()
 	t.DispatchedAt = &now
 	req := events.StepRequested{StepID: s.ID, Capability: t.Capability, Attempt: t.Attempt, Query: cp.Query, Input: s.Input, TimeoutMS: s.TimeoutMS,
-		Problems: cp.problems()}
+		Problems: cp.problems(), Conversation: cp.conversation(), User: cp.User}
 	if len(deps) > 0 {
 		req.DependencyOutputs = deps
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
+	"github.com/agentbus/agentbus/sessions"
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -76,6 +77,14 @@ type Config struct {
 	// TracerProvider records the workflow's spans (trace.go); default: a
 	// no-op provider.
 	TracerProvider trace.TracerProvider
+	// Sessions keeps conversations: a submission with a session id loads
+	// its turns and ends by appending one (session.go). Default: a store
+	// on Bus with the sessions package's defaults.
+	Sessions *sessions.Store
+	// Rewriter, when set, rewrites a session's follow-up into a standalone
+	// query (an LLM); its answer is checked and the deterministic
+	// resolution stands in when it fails. Default: deterministic only.
+	Rewriter Completer
 }
 
 func (c *Config) setDefaults() {
@@ -149,6 +158,7 @@ type Orchestrator struct {
 	controls    *bus.KV
 	scan        *scanner
 	tracer      trace.Tracer
+	sessions    *sessions.Store
 }
 
 // New checks cfg, opens the buckets it needs and makes sure the timers
@@ -195,7 +205,13 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 			return b.HasConsumer(ctx, subjects.StreamSteps, name)
 		}
 	}
-	o := &Orchestrator{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "orchestrator"), checkpoints: kv, controls: ctl}
+	if cfg.Sessions == nil {
+		if cfg.Sessions, err = sessions.New(sessions.Config{Bus: cfg.Bus, Logger: cfg.Logger}); err != nil {
+			return nil, fmt.Errorf("orchestrator: %w", err)
+		}
+	}
+	o := &Orchestrator{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "orchestrator"), checkpoints: kv, controls: ctl,
+		sessions: cfg.Sessions}
 	o.scan = newScanner(o, leases)
 	o.tracer = cfg.TracerProvider.Tracer(tracerName)
 	return o, nil

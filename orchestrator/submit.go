@@ -41,6 +41,9 @@ func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) (e
 	defer func() { endSpan(span, err) }()
 	cp := newCheckpoint(p.Tenant, workflow, sub.Query, time.Now().UTC())
 	cp.Metadata = sub.Metadata
+	if err := o.converse(ctx, cp, &sub); err != nil {
+		return err
+	}
 	rooted(ctx, cp)
 	// Planning may wait on an LLM for longer than AckWait: keep the
 	// submission ours meanwhile, or it would be planned twice.
@@ -110,7 +113,7 @@ func (o *Orchestrator) plan(ctx context.Context, cp *Checkpoint, sub events.Work
 			return err
 		}
 	}
-	msg := fmt.Sprintf("planned %d steps in %d stages%s", len(cp.Plan.Steps), len(stages), why)
+	msg := fmt.Sprintf("planned %d steps in %d stages%s%s", len(cp.Plan.Steps), len(stages), why, cp.resolvedNote())
 	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateWorking, Message: msg}); err != nil {
 		return err
 	}

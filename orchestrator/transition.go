@@ -47,6 +47,12 @@ func (o *Orchestrator) create(ctx context.Context, cp *Checkpoint) error {
 	if err != nil {
 		return err
 	}
+	// A workflow that ends as it starts (its plan was refused) is a turn
+	// of its session too; were the submission already planned, the
+	// append is a no-op or puts its latest outcome in place.
+	if err := o.recordTurn(ctx, cp); err != nil {
+		return err
+	}
 	data, err := json.Marshal(cp)
 	if err != nil {
 		return err
@@ -139,6 +145,9 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, workflow string, 
 			return err
 		}
 		if err != nil {
+			return err
+		}
+		if err := o.recordTurn(ctx, cp); err != nil {
 			return err
 		}
 		cp.UpdatedAt = time.Now().UTC()
