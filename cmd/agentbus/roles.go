@@ -50,6 +50,7 @@ func newOrchestrator() *cobra.Command {
 	var pf planFlags
 	var mf metricsFlags
 	var of otelFlags
+	var ef embedFlags
 	cmd := &cobra.Command{
 		Use:   "orchestrator",
 		Short: "Run an orchestrator against a NATS server; run several for availability",
@@ -80,6 +81,14 @@ func newOrchestrator() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			emb, err := ef.embedder()
+			if err != nil {
+				return err
+			}
+			if cfg.Registry, err = openRegistry(ctx, b, emb, log); err != nil {
+				return err
+			}
+			defer cfg.Registry.Close()
 			o, err := orchestrator.New(ctx, cfg)
 			if err != nil {
 				return err
@@ -100,6 +109,7 @@ func newOrchestrator() *cobra.Command {
 	pf.register(cmd)
 	mf.register(cmd)
 	of.register(cmd)
+	ef.register(cmd)
 	return cmd
 }
 
@@ -109,6 +119,7 @@ func newGateway() *cobra.Command {
 	var auth authFlags
 	var ws wsFlags
 	var of otelFlags
+	var ef embedFlags
 	cmd := &cobra.Command{
 		Use:   "gateway",
 		Short: "Run the HTTP gateway against a NATS server; run several behind a load balancer",
@@ -129,8 +140,17 @@ func newGateway() *cobra.Command {
 				return err
 			}
 			defer stopTracing()
+			emb, err := ef.embedder()
+			if err != nil {
+				return err
+			}
+			reg, err := openRegistry(ctx, b, emb, log)
+			if err != nil {
+				return err
+			}
+			defer reg.Close()
 			g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: addr, Logger: log, Auth: auth.config(), WS: ws.config(), CORS: ws.cors(), Documents: ws.documents(),
-				TracerProvider: tp})
+				TracerProvider: tp, Registry: reg})
 			if err != nil {
 				return &exitError{code: exitUsage, msg: err.Error()}
 			}
@@ -147,5 +167,6 @@ func newGateway() *cobra.Command {
 	auth.register(cmd)
 	ws.register(cmd)
 	of.register(cmd)
+	ef.register(cmd)
 	return cmd
 }

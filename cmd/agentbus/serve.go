@@ -199,12 +199,20 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 	if err != nil {
 		return err
 	}
+	// One registry, with the workers' embedder, discovers for the
+	// orchestrator and the gateway.
+	reg, err := openRegistry(ctx, b, d.embedder, log)
+	if err != nil {
+		return err
+	}
+	defer reg.Close()
+	ocfg.Registry = reg
 	o, err := orchestrator.New(ctx, ocfg)
 	if err != nil {
 		return err
 	}
 	g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: f.httpAddr, Logger: log, Auth: f.auth.config(), WS: f.ws.config(), CORS: f.ws.cors(), Documents: f.ws.documents(),
-		Metrics: metrics.gatherer(), TracerProvider: tp})
+		Metrics: metrics.gatherer(), TracerProvider: tp, Registry: reg})
 	if err != nil {
 		return &exitError{code: exitUsage, msg: err.Error()}
 	}
