@@ -64,11 +64,24 @@ func sideTerms(name string) (all, symbol []string) {
 func (c *composition) sideBySide(cmp comparison, queryTerms []string) [][]sentence {
 	out := make([][]sentence, len(cmp.sides))
 	used := map[string]bool{}
+	from := c.answerable()
 	for i, sd := range cmp.sides {
 		allowed := map[int]bool{}
-		for h, hit := range c.hits {
-			if len(sd.Hits) == 0 || slices.Contains(sd.Hits, hit.ID) {
+		for h := range c.found {
+			if from[h] && (len(sd.Hits) == 0 || slices.Contains(sd.Hits, c.hits[h].ID)) {
 				allowed[h] = true
+			}
+		}
+		// a side's own package's documentation, when search found it
+		if pkg, _ := pkgSymbol(sd.Name); pkg != "" {
+			own := map[int]bool{}
+			for h := range allowed {
+				if inPackage(c.hits[h], pkg) {
+					own[h] = true
+				}
+			}
+			if len(own) > 0 {
+				allowed = own
 			}
 		}
 		all, symbol := sideTerms(sd.Name)
@@ -84,6 +97,8 @@ func (c *composition) sideBySide(cmp comparison, queryTerms []string) [][]senten
 			return false
 		})
 		score(cands, append(slices.Clone(all), queryTerms...))
+		_, sym := pkgSymbol(sd.Name)
+		c.lift(cands, []string{sym})
 		for _, s := range pick(cands, sentencesPerSide) {
 			used[s.text] = true
 			out[i] = append(out[i], s)

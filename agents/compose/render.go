@@ -161,8 +161,10 @@ func (c *composition) extractive() {
 			}
 		}
 	}
-	cands := slices.DeleteFunc(sentences(found), func(s sentence) bool { return used[s.text] })
+	from := c.answerable()
+	cands := slices.DeleteFunc(sentences(found), func(s sentence) bool { return used[s.text] || !from[s.hit] })
 	score(cands, qt)
+	c.lift(cands, c.symbols())
 	k := c.k
 	if per != nil && !c.report {
 		k = 0 // a compared summary is its sides

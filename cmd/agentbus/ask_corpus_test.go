@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -25,6 +26,7 @@ func TestAskAnswersFromTheSampleCorpus(t *testing.T) {
 	info := startServeWith(t, serveFlags{data: t.TempDir(), eventsMaxAge: time.Hour, sampleCorpus: true}, 5*time.Minute).info
 
 	t.Run("README sample", func(t *testing.T) { checkREADMESample(t, info.HTTPURL) })
+	t.Run("comparison", func(t *testing.T) { checkComparison(t, info.HTTPURL) })
 
 	const question = "Compare how net/url parses a URL query string with how net/http reads form values, and explain in detail"
 	code, out, stderr := cli(t, "ask", "--url", info.HTTPURL, "--json", question)
@@ -152,6 +154,59 @@ func TestAskRemembersPerTenant(t *testing.T) {
 	}
 	if a := ask("globex", "how do I read a file?"); strings.Contains(a, "Lisbon") || strings.Contains(a, "You said") {
 		t.Fatalf("globex's answer shows acme's facts:\n%s", a)
+	}
+}
+
+// checkComparison: a comparison of two types gets a side-by-side section
+// whose every side cites the types' own documentation (go/sync), and no
+// passage from an unrelated package — the instruction words "compare"
+// and "in detail" are not searched like content.
+func checkComparison(t *testing.T, url string) {
+	code, out, stderr := cli(t, "ask", "--url", url, "--json", "compare sync.Mutex and sync.RWMutex in detail")
+	if code != exitCompleted {
+		t.Fatalf("ask exit %d: %s\n%s", code, stderr, out)
+	}
+	fs := frames(t, out)
+	last, _ := json.Marshal(fs[len(fs)-1])
+	var end struct {
+		Type string `json:"type"`
+		Data struct {
+			Result struct {
+				Answer    string `json:"answer"`
+				Citations []struct {
+					N     int    `json:"n"`
+					DocID string `json:"doc_id"`
+				} `json:"citations"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(last, &end); err != nil || end.Type != "complete" {
+		t.Fatalf("last frame %s (%v)", last, err)
+	}
+	answer := end.Data.Result.Answer
+	docOf := map[string]string{}
+	for _, c := range end.Data.Result.Citations {
+		docOf[fmt.Sprint(c.N)] = c.DocID
+		if c.DocID != "go/sync" {
+			t.Errorf("cites %s, unrelated to sync.Mutex and sync.RWMutex:\n%s", c.DocID, answer)
+		}
+	}
+	if !strings.Contains(answer, "## sync.Mutex vs sync.RWMutex") {
+		t.Fatalf("no side-by-side section:\n%s", answer)
+	}
+	for _, side := range []string{"sync.Mutex", "sync.RWMutex"} {
+		i := strings.Index(answer, "### "+side+"\n")
+		if i < 0 {
+			t.Fatalf("no section for %s:\n%s", side, answer)
+		}
+		sec := answer[i+len(side)+5:]
+		if j := strings.Index(sec, "#"); j >= 0 {
+			sec = sec[:j]
+		}
+		ns := regexp.MustCompile(`\[(\d+)\]`).FindAllStringSubmatch(sec, -1)
+		if len(ns) == 0 || docOf[ns[0][1]] != "go/sync" {
+			t.Fatalf("the %s section cites %v, want go/sync:\n%s", side, ns, answer)
+		}
 	}
 }
 
