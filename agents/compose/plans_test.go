@@ -15,13 +15,16 @@ var syncHits = []hit{
 		Text: "A Mutex is a mutual exclusion lock. The zero value for a Mutex is an unlocked mutex. A Mutex must not be copied after first use."},
 	{ID: "go/sync#5", DocID: "go/sync", Title: "package sync (sync) › type RWMutex",
 		Text: "A RWMutex is a reader/writer mutual exclusion lock. The lock can be held by an arbitrary number of readers or a single writer. The zero value for a RWMutex is an unlocked mutex."},
+	{ID: "go/runtime/pprof#22", DocID: "go/runtime/pprof", Title: "package pprof (runtime/pprof) › Mutex profile",
+		Text: "The mutex profile tracks contention on mutexes, such as sync.Mutex, sync.RWMutex, and runtime-internal locks."},
 	{ID: "go/crypto/ecdsa#2", DocID: "go/crypto/ecdsa", Title: "package ecdsa (crypto/ecdsa)",
 		Text: "See PublicKey.Equal for details on how Curve is compared. The details of the comparison are described there."},
 }
 
 // A comparison gets a side-by-side section, each side cited from the
-// documentation of that type, and the framing words ("compare", "in
-// detail") pull in no unrelated passage.
+// documentation of that type; the framing words ("compare", "in detail")
+// pull in no unrelated passage, and a profiler's page that merely names
+// both types is beside the point.
 func TestReportComparesSideBySide(t *testing.T) {
 	q := "compare sync.Mutex and sync.RWMutex in detail"
 	deps := map[string]string{"search": searchOutput(q, syncHits...)}
