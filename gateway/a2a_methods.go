@@ -147,6 +147,12 @@ func (g *Gateway) startTask(ctx context.Context, tenant, workflow, idAt string, 
 	if rerr != nil {
 		return nil, rerr
 	}
+	// A context id that is a subject token (a UUID is) makes the task a
+	// turn of that session; any other stays a label, as before.
+	if subjects.ValidSession(contextID) == nil {
+		sub.SessionID = contextID
+	}
+	sub.User = userOf(ctx)
 	subj, _ := subjects.Submit(tenant)
 	msgID := events.SubmitKey(tenant, workflow)
 	env, err := events.New(events.TypeWorkflowSubmitted, msgID, events.SourceGateway, tenant, workflow, "", sub)

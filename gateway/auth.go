@@ -82,12 +82,13 @@ type grant struct {
 	digest [sha256.Size]byte
 	tenant string
 	role   Role
+	user   string
 }
 
 func newMiddleware(tokens []Token) *middleware {
 	m := &middleware{metrics: newMetrics(), csrf: http.NewCrossOriginProtection()}
 	for _, t := range tokens {
-		m.grants = append(m.grants, grant{digest: sha256.Sum256([]byte(t.Token)), tenant: t.Tenant, role: t.Role})
+		m.grants = append(m.grants, grant{digest: sha256.Sum256([]byte(t.Token)), tenant: t.Tenant, role: t.Role, user: t.User})
 	}
 	return m
 }
@@ -115,6 +116,9 @@ func (m *middleware) lookup(secret string) (grant, bool) {
 type principal struct {
 	tenant string
 	role   Role
+	// user is the token's user, or for an admin token the one named by
+	// X-Agentbus-User; "" for none.
+	user string
 }
 
 type principalKey struct{}
@@ -250,7 +254,15 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, route str
 		}
 		tenant = h
 	}
-	return r.WithContext(context.WithValue(r.Context(), principalKey{}, principal{tenant: tenant, role: gr.role})), true
+	user := gr.user
+	if h := r.Header.Get(UserHeader); h != "" && gr.role == RoleAdmin {
+		if err := subjects.ValidUser(h); err != nil {
+			writeBadUser(w, h, err)
+			return r, false
+		}
+		user = h
+	}
+	return r.WithContext(context.WithValue(r.Context(), principalKey{}, principal{tenant: tenant, role: gr.role, user: user})), true
 }
 
 // refuse answers 401 or 403 and counts it; challenge, if set, goes in
@@ -340,4 +352,40 @@ func (g *Gateway) mayControl(r *http.Request) bool {
 		return !g.cfg.Auth.mw.on()
 	}
 	return p.role != RoleViewer
+}
+
+// UserHeader names the user a request acts for when the token does not
+// (an admin token, or auth off); a client or viewer token's own user, if
+// any, always wins and the header is ignored for it.
+const UserHeader = "X-Agentbus-User"
+
+// user returns the request's user ("" for none): its token's, or the
+// X-Agentbus-User header's for an admin token or with auth off; a bad
+// header is a 400.
+func (g *Gateway) user(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if p, ok := r.Context().Value(principalKey{}).(principal); ok {
+		return p.user, true
+	}
+	h := r.Header.Get(UserHeader)
+	if h == "" || g.cfg.Auth.mw.on() {
+		return "", true
+	}
+	if err := subjects.ValidUser(h); err != nil {
+		writeBadUser(w, h, err)
+		return "", false
+	}
+	return h, true
+}
+
+// userOf is the user of an authenticated request's context ("" for none
+// or with auth off), for handlers that have no request at hand (A2A).
+func userOf(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(principal)
+	return p.user
+}
+
+// writeBadUser answers 400 for a user header that is not a user id.
+func writeBadUser(w http.ResponseWriter, value string, err error) {
+	p := headerProblem(UserHeader, "%s is not a user id: %v", quoted(value), err)
+	writeError(w, http.StatusBadRequest, apiError{Code: "invalid_user", Message: p.String(), Problems: []Problem{p}})
 }

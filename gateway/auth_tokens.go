@@ -31,23 +31,37 @@ const (
 	RoleViewer Role = "viewer"
 )
 
-// Token grants the bearer of a secret a tenant and a role. Its String,
-// GoString and LogValue never show the secret, so a Token can be logged.
+// Token grants the bearer of a secret a tenant and a role, and optionally
+// names the user it stands for: that user's workflows carry the user to
+// every step (the memory agent keeps the user's facts apart, sessions
+// are the user's own). Its String, GoString and LogValue never show the
+// secret, so a Token can be logged.
 type Token struct {
 	Token  string `json:"token"`
 	Tenant string `json:"tenant"`
 	Role   Role   `json:"role"`
+	// User, if set, is a subject token (like a tenant id).
+	User string `json:"user,omitempty"`
 }
 
 // String describes the grant without the secret.
-func (t Token) String() string { return fmt.Sprintf("token(tenant=%s role=%s)", t.Tenant, t.Role) }
+func (t Token) String() string {
+	if t.User != "" {
+		return fmt.Sprintf("token(tenant=%s role=%s user=%s)", t.Tenant, t.Role, t.User)
+	}
+	return fmt.Sprintf("token(tenant=%s role=%s)", t.Tenant, t.Role)
+}
 
 // GoString is String, so %#v cannot print the secret either.
 func (t Token) GoString() string { return t.String() }
 
 // LogValue logs the grant without the secret.
 func (t Token) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("tenant", t.Tenant), slog.String("role", string(t.Role)))
+	attrs := []slog.Attr{slog.String("tenant", t.Tenant), slog.String("role", string(t.Role))}
+	if t.User != "" {
+		attrs = append(attrs, slog.String("user", t.User))
+	}
+	return slog.GroupValue(attrs...)
 }
 
 // secretPattern is the grammar of token strings: characters that are legal
@@ -60,8 +74,8 @@ var secretPattern = regexp.MustCompile(`^[A-Za-z0-9._~+-]{16,512}$`)
 const secretRule = "a token is 16 to 512 characters of A-Z a-z 0-9 . _ ~ + -"
 
 // ParseTokens decodes a token table, either a JSON array of
-// {"token", "tenant", "role"} or a JSON object from token to
-// {"tenant", "role"}, validated against the schema schemas.Tokens. An
+// {"token", "tenant", "role", "user"} or a JSON object from token to
+// {"tenant", "role", "user"} ("user" optional), validated against the schema schemas.Tokens. An
 // invalid table is a *schemas.ValidationError naming the JSON pointer of
 // every problem; in the object form the token in a pointer is shortened to
 // its first four characters, so the error can be logged.
@@ -82,12 +96,13 @@ func ParseTokens(data []byte) ([]Token, error) {
 		var m map[string]struct {
 			Tenant string `json:"tenant"`
 			Role   Role   `json:"role"`
+			User   string `json:"user"`
 		}
 		if err := json.Unmarshal(data, &m); err != nil {
 			return nil, fmt.Errorf("gateway: token table: %w", err)
 		}
 		for tok, g := range m {
-			out = append(out, Token{Token: tok, Tenant: g.Tenant, Role: g.Role})
+			out = append(out, Token{Token: tok, Tenant: g.Tenant, Role: g.Role, User: g.User})
 		}
 		// Map order is random; sort so that errors and logs are stable.
 		sort.Slice(out, func(i, j int) bool { return out[i].Token < out[j].Token })
@@ -137,6 +152,11 @@ func validTokens(tokens []Token) error {
 		where[i] = fmt.Sprintf("#%d", i)
 		if err := subjects.ValidTenant(t.Tenant); err != nil {
 			errs = append(errs, fmt.Errorf("gateway: auth token #%d: %w", i, err))
+		}
+		if t.User != "" {
+			if err := subjects.ValidUser(t.User); err != nil {
+				errs = append(errs, fmt.Errorf("gateway: auth token #%d: %w", i, err))
+			}
 		}
 		switch t.Role {
 		case RoleClient, RoleAdmin, RoleViewer:

@@ -70,7 +70,7 @@ func (c CORSConfig) wsOriginPatterns() []string {
 }
 
 // corsAllowHeaders are the request headers a cross-origin page may send.
-const corsAllowHeaders = "Authorization, Content-Type, Last-Event-ID, " + TenantHeader
+const corsAllowHeaders = "Authorization, Content-Type, Last-Event-ID, " + TenantHeader + ", " + UserHeader
 
 // cors adds the CORS answer headers for an allowed origin and answers a
 // preflight itself; it reports whether the request is fully answered.

@@ -17,6 +17,7 @@ import (
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/sessions"
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -118,6 +119,7 @@ type Gateway struct {
 	log         *slog.Logger
 	checkpoints *bus.KV
 	registry    *discovery.Registry
+	sessions    *sessions.Store
 	mux         *http.ServeMux
 	// writes refuses cross-site state-changing requests (crossorigin.go);
 	// nil refuses none.
@@ -171,7 +173,12 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "gateway"), checkpoints: kv, registry: reg, mux: http.NewServeMux(), writes: writes}
+	sess, err := sessions.New(sessions.Config{Bus: cfg.Bus, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	g := &Gateway{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "gateway"), checkpoints: kv, registry: reg, sessions: sess,
+		mux: http.NewServeMux(), writes: writes}
 	if slices.Contains(cfg.CORS.Origins, "*") && !cfg.Auth.mw.on() {
 		g.log.Warn(`cors origin "*" with auth off lets any page read, not write: writes from another origin need it listed by name in --cors-origins`)
 	}
@@ -194,6 +201,7 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc("POST /v1/workflows/{id}/cancel", g.control(events.ActionCancel))
 	g.mux.HandleFunc("POST /v1/workflows/{id}/resume", g.control(events.ActionResume))
 	g.mux.HandleFunc("POST /v1/workflows/{id}/approve", g.control(events.ActionApprove))
+	g.mux.HandleFunc("GET /v1/sessions/{id}", g.session)
 	g.routesWS()
 	g.routesA2A()
 	g.routesAuth()

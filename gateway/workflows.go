@@ -23,6 +23,9 @@ type SubmitRequest struct {
 	Plan       *events.Plan      `json:"plan,omitempty"`
 	Metadata   map[string]string `json:"metadata,omitempty"`
 	TimeoutMS  int64             `json:"timeout_ms,omitempty"`
+	// SessionID makes the workflow a turn of that conversation (started
+	// if new): see GET /v1/sessions/{id}.
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // SubmitResponse is the answer to POST /v1/workflows.
@@ -68,7 +71,14 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request) {
 		writeBadRequest(w, Problem{In: InBody, Pointer: "/workflow_id", Message: fmt.Sprintf("%q is reserved (GET /v1/workflows/events is the tenant's live feed); choose another id", reservedWorkflowID)})
 		return
 	}
-	g.start(w, r, tenant, req.WorkflowID, events.WorkflowSubmitted{Query: req.Query, Plan: req.Plan, Metadata: req.Metadata, TimeoutMS: req.TimeoutMS})
+	// The user comes from the token (or, for an admin token or with auth
+	// off, X-Agentbus-User), never from the body.
+	user, ok := g.user(w, r)
+	if !ok {
+		return
+	}
+	g.start(w, r, tenant, req.WorkflowID, events.WorkflowSubmitted{Query: req.Query, Plan: req.Plan, Metadata: req.Metadata, TimeoutMS: req.TimeoutMS,
+		SessionID: req.SessionID, User: user})
 }
 
 // reservedWorkflowID is a path of its own under /v1/workflows.
