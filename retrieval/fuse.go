@@ -12,7 +12,12 @@ import (
 // on rrf_score are broken by the best single rank, then by ID, so the
 // result is deterministic. Duplicate IDs within one list count once, at
 // their best rank.
-func Fuse(k int, lists map[string][]Hit) []Hit {
+func Fuse(k int, lists map[string][]Hit) []Hit { return FuseWeighted(k, lists, nil) }
+
+// FuseWeighted is Fuse with a weight per list: a hit's rrf_score is
+// Σ weight(list)/(k + rank). weight returns 1 for a list it does not
+// weigh; nil weighs every list 1, which is Fuse.
+func FuseWeighted(k int, lists map[string][]Hit, weight func(list string) float64) []Hit {
 	if k <= 0 {
 		k = RRFK
 	}
@@ -38,6 +43,10 @@ func Fuse(k int, lists map[string][]Hit) []Hit {
 	ranks := make([]int32, total*np)
 	for p, name := range names {
 		l := lists[name]
+		w := 1.0
+		if weight != nil {
+			w = weight(name)
+		}
 		for i := range l {
 			rank := int32(i + 1)
 			j, seen := index[l[i].ID]
@@ -52,7 +61,7 @@ func Fuse(k int, lists map[string][]Hit) []Hit {
 				continue // a duplicate within one list counts at its best rank
 			}
 			*r = rank
-			a.score += 1 / float64(k+int(rank))
+			a.score += w / float64(k+int(rank))
 			a.best = min(a.best, rank)
 		}
 	}
@@ -93,3 +102,26 @@ func Fuse(k int, lists map[string][]Hit) []Hit {
 	}
 	return out
 }
+
+// ProfileWeights weigh ranked lists in fusion by their profile: a list
+// named "<profile>" or "<profile>:<suffix>" (a query variant, a
+// comparison's side) weighs the profile's weight; a profile not named
+// weighs 1.
+type ProfileWeights map[string]float64
+
+// Of returns the weight of the list of that name.
+func (w ProfileWeights) Of(list string) float64 {
+	profile, _, _ := strings.Cut(list, ":")
+	if x, ok := w[profile]; ok {
+		return x
+	}
+	return 1
+}
+
+// DefaultProfileWeights weigh vector lists half as much as the others.
+// Offline, the vector profile is the weaker one (the hashing embedder
+// captures word overlap, not meaning): with equal weights its noise pulled
+// RRF below BM25 alone on the shipped labelled set (NDCG@10 0.830 vs
+// 0.860); at half weight RRF matches BM25 there and still gains what only
+// the vector profile finds.
+func DefaultProfileWeights() ProfileWeights { return ProfileWeights{ProfileVector: 0.5} }

@@ -63,6 +63,11 @@ func Understand(query string) Understanding {
 			u.Identifiers = append(u.Identifiers, t.text)
 		}
 	}
+	// "compare two values": comparing is the operation asked for, not a
+	// request to weigh things; the word stays a search term.
+	if op := compareOperation(toks); op >= 0 {
+		toks[op].keep = true
+	}
 	drop := framing(toks)
 	u.Detail = hasPhrase(toks, detailPhrases)
 	u.Search = searchText(toks, drop)
@@ -70,8 +75,11 @@ func Understand(query string) Understanding {
 		u.Search = allWords(toks)
 	}
 	u.Sides = sides(toks)
+	if op := compareOperation(toks); op >= 0 {
+		u.Sides = nil
+	}
 	switch {
-	case u.Sides != nil || hasWord(toks, compareWords):
+	case u.Sides != nil || (hasWord(toks, compareWords) && compareOperation(toks) < 0):
 		u.Intent = IntentCompare
 	case hasPhrase(toks, howToPhrases):
 		u.Intent = IntentHowTo
@@ -81,12 +89,29 @@ func Understand(query string) Understanding {
 	return u
 }
 
+// quantityWords after a compare verb make it an operation: "compare two
+// strings", "compare both values", "compare them".
+var quantityWords = set("two", "2", "both", "multiple", "several", "many", "all", "them", "these", "those")
+
+// compareOperation returns the index of a compare verb directly followed
+// by a quantity word, or -1.
+func compareOperation(toks []token) int {
+	for i, t := range toks[:max(len(toks)-1, 0)] {
+		if !t.punct && !t.ident && (t.lower == "compare" || t.lower == "compares" || t.lower == "comparing") &&
+			!toks[i+1].punct && quantityWords[toks[i+1].lower] {
+			return i
+		}
+	}
+	return -1
+}
+
 // token is one word or one clause-ending punctuation mark of a query.
 type token struct {
 	text  string // as written, trimmed of surrounding punctuation
 	lower string
 	punct bool // a clause boundary: , ; : ? ! ( ) or a sentence-ending period
 	ident bool // a Go-style identifier
+	keep  bool // content even though it is a framing word
 }
 
 // wordRune reports whether r may appear inside a word. Dots, slashes,
@@ -202,7 +227,7 @@ var framingWords = set(
 	"compare", "compares", "compared", "comparing", "comparison", "comparisons", "versus", "vs",
 	"difference", "differences", "differ", "differs", "different", "between", "contrast", "contrasting",
 	"explain", "explains", "explaining", "describe", "describes", "detail", "detailed", "thorough",
-	"thoroughly", "in-depth", "comprehensive", "comprehensively", "exhaustively", "please", "go", "golang",
+	"thoroughly", "in-depth", "comprehensive", "comprehensively", "exhaustively", "please", "golang",
 	"example", "examples", "tell", "show", "give", "understand", "mean", "means", "better", "best",
 	"should", "use", "using", "used", "prefer", "choose", "vs.", "versus.",
 	// function words
@@ -272,7 +297,7 @@ func framing(toks []token) []bool {
 			continue
 		}
 		t := toks[i]
-		drop[i] = t.punct || (!t.ident && framingWords[t.lower])
+		drop[i] = t.punct || (!t.ident && !t.keep && framingWords[t.lower])
 	}
 	// "how does X work": the closing "work" frames the question.
 	if hasWord(toks, set("how")) {

@@ -10,11 +10,18 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentbus/agentbus/internal/querykind"
 	"github.com/agentbus/agentbus/retrieval"
 )
 
-// RRF is the name of the ensemble run in a Report.
-const RRF = "rrf"
+// Names of the fused runs in a Report.
+const (
+	// RRF is the ensemble: every profile's list (and, for a comparison,
+	// each side's) fused by weighted Reciprocal Rank Fusion.
+	RRF = "rrf"
+	// RRFRerank is RRF reordered by Config.Reranker.
+	RRFRerank = "rrf+rerank"
+)
 
 // ErrConfig: the Config is not usable.
 var ErrConfig = errors.New("eval: invalid config")
@@ -34,6 +41,18 @@ type Config struct {
 	// Profiles are run one by one and fused as RRF; default every
 	// profile of the backend.
 	Profiles []string
+	// Weights weigh the profiles' lists in RRF; nil means
+	// retrieval.DefaultProfileWeights(), an empty map weighs all alike.
+	Weights retrieval.ProfileWeights
+	// Reranker reorders RRF's hits for the rrf+rerank run; default
+	// retrieval.Deterministic{}.
+	Reranker retrieval.Reranker
+	// Raw searches each query's text as given. By default the text
+	// searched is what query understanding keeps
+	// (querykind.Understanding.Search: framing words such as "how do I"
+	// or "compare" removed), and a comparison's sides are searched as
+	// lists of their own in RRF, as the search agent does.
+	Raw bool
 }
 
 func (c *Config) setDefaults() {
@@ -45,6 +64,12 @@ func (c *Config) setDefaults() {
 	}
 	if len(c.Profiles) == 0 && c.Backend != nil {
 		c.Profiles = c.Backend.Profiles()
+	}
+	if c.Weights == nil {
+		c.Weights = retrieval.DefaultProfileWeights()
+	}
+	if c.Reranker == nil {
+		c.Reranker = retrieval.Deterministic{}
 	}
 }
 
@@ -84,11 +109,17 @@ type RunScore struct {
 	Queries []QueryScore `json:"queries"`
 	// Degraded counts ensemble searches in which some profile failed.
 	Degraded int `json:"degraded,omitempty"`
+	// Fallback is the first reason the reranker fell back, if it did.
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // Report is a whole evaluation.
 type Report struct {
 	Backend string `json:"backend"`
+	// Reranker names the reranker of the rrf+rerank run.
+	Reranker string `json:"reranker"`
+	// Understood says whether queries went through query understanding.
+	Understood bool `json:"understood"`
 	Tenant  string `json:"tenant"`
 	K       int    `json:"k"`
 	// Queries is how many queries were scored: those with at least one
@@ -108,7 +139,7 @@ func Run(ctx context.Context, cfg Config, queries []Query, qrels Qrels) (Report,
 	if err := cfg.Validate(); err != nil {
 		return Report{}, err
 	}
-	rep := Report{Backend: cfg.Backend.Name(), Tenant: cfg.Tenant, K: cfg.K}
+	rep := Report{Backend: cfg.Backend.Name(), Tenant: cfg.Tenant, K: cfg.K, Reranker: cfg.Reranker.Name(), Understood: !cfg.Raw}
 	var judged []Query
 	known := map[string]bool{}
 	for _, q := range queries {
@@ -129,12 +160,15 @@ func Run(ctx context.Context, cfg Config, queries []Query, qrels Qrels) (Report,
 	if len(judged) == 0 {
 		return rep, fmt.Errorf("%w: no query has a relevant judgement", ErrConfig)
 	}
-	for _, name := range append(slices.Clone(cfg.Profiles), RRF) {
+	for _, name := range append(slices.Clone(cfg.Profiles), RRF, RRFRerank) {
 		run := RunScore{Name: name}
 		var took time.Duration
 		for _, q := range judged {
 			start := time.Now()
 			hits, degraded, err := search(ctx, cfg, name, q.Text)
+			if err == nil && run.Fallback == "" && name == RRFRerank && hits.fallback != "" {
+				run.Fallback = hits.fallback
+			}
 			took += time.Since(start)
 			if err != nil {
 				return rep, fmt.Errorf("eval: query %s (%q), %s: %w", q.ID, q.Text, name, err)
@@ -142,7 +176,7 @@ func Run(ctx context.Context, cfg Config, queries []Query, qrels Qrels) (Report,
 			if degraded {
 				run.Degraded++
 			}
-			docs := documents(hits)
+			docs := documents(hits.hits)
 			rel := qrels[q.ID]
 			run.Queries = append(run.Queries, QueryScore{ID: q.ID, NDCG: NDCG(docs, rel, cfg.K),
 				Recall: Recall(docs, rel, cfg.K), MRR: MRR(docs, rel, cfg.K), Docs: top(docs, cfg.K)})
@@ -169,14 +203,59 @@ func anyRelevant(j Judgements) bool {
 	return false
 }
 
-func search(ctx context.Context, cfg Config, name, text string) ([]retrieval.Hit, bool, error) {
-	q := retrieval.Query{Text: text, K: cfg.Depth}
-	if name != RRF {
-		hits, err := cfg.Backend.Search(ctx, cfg.Tenant, name, q)
-		return hits, false, err
+// found is one search's hits and, when reranked, the reranker's fallback.
+type found struct {
+	hits     []retrieval.Hit
+	fallback string
+}
+
+// search runs one query of one run: a profile alone, RRF or RRF reranked.
+func search(ctx context.Context, cfg Config, name, text string) (found, bool, error) {
+	u := querykind.Understand(text)
+	if !cfg.Raw {
+		text = u.Search
 	}
-	res, err := retrieval.Ensemble(ctx, cfg.Backend, cfg.Tenant, cfg.Profiles, q)
-	return res.Hits, res.Degraded(), err
+	q := retrieval.Query{Text: text, K: cfg.Depth}
+	if name != RRF && name != RRFRerank {
+		hits, err := cfg.Backend.Search(ctx, cfg.Tenant, name, q)
+		return found{hits: hits}, false, err
+	}
+	lists := map[string][]retrieval.Hit{}
+	degraded, failed := false, 0
+	var errs []error
+	add := func(list, profile, text string) {
+		hits, err := cfg.Backend.Search(ctx, cfg.Tenant, profile, retrieval.Query{Text: text, K: cfg.Depth})
+		if err != nil {
+			degraded, failed = true, failed+1
+			errs = append(errs, fmt.Errorf("%s: %w", list, err))
+			return
+		}
+		lists[list] = hits
+	}
+	for _, p := range cfg.Profiles {
+		add(p, p, text)
+		if cfg.Raw {
+			continue
+		}
+		for i, side := range u.Sides {
+			add(fmt.Sprintf("%s:side%d", p, i+1), p, side)
+		}
+	}
+	if len(lists) == 0 {
+		return found{}, true, fmt.Errorf("%w: %w", retrieval.ErrAllProfilesFailed, errors.Join(errs...))
+	}
+	hits := retrieval.FuseWeighted(retrieval.RRFK, lists, cfg.Weights.Of)
+	if len(hits) > cfg.Depth {
+		hits = hits[:cfg.Depth]
+	}
+	if name == RRF {
+		return found{hits: hits}, degraded, nil
+	}
+	rr, err := cfg.Reranker.Rerank(ctx, retrieval.RerankQuery{Text: text, Identifiers: u.Identifiers}, hits)
+	if err != nil {
+		return found{}, degraded, err
+	}
+	return found{hits: rr.Hits, fallback: rr.Fallback}, degraded, nil
 }
 
 // documents maps chunk hits to their documents, each at the rank of its
@@ -201,11 +280,20 @@ func documents(hits []retrieval.Hit) []string {
 func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "%d queries, k=%d, tenant %s, backend %s\n", r.Queries, r.K, r.Tenant, r.Backend)
+	if !r.Understood {
+		fmt.Fprintf(tw, "queries searched as given (no query understanding)\n")
+	}
 	fmt.Fprintf(tw, "RUN\tNDCG@%d\tRECALL@%d\tMRR@%d\tMEAN LATENCY\t\n", r.K, r.K, r.K)
 	for _, run := range r.Runs {
 		note := ""
 		if run.Degraded > 0 {
 			note = fmt.Sprintf("(%d degraded)", run.Degraded)
+		}
+		if run.Name == RRFRerank {
+			note = strings.TrimSpace(note + " reranker " + r.Reranker)
+			if run.Fallback != "" {
+				note += ", fell back: " + run.Fallback
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%.4f\t%.2f ms\t%s\n", run.Name, run.NDCG, run.Recall, run.MRR, run.Latency, note)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,7 +52,9 @@ func TestRun(t *testing.T) {
 	}}
 	queries := []eval.Query{{ID: "q1", Text: "alpha"}, {ID: "q2", Text: "unjudged"}, {ID: "q3", Text: "beta"}}
 	qrels := eval.Qrels{"q1": {"a": 2, "b": 1}, "q2": {"z": 0}, "q3": {"d": 1}, "q9": {"a": 1}}
-	rep, err := eval.Run(t.Context(), eval.Config{Backend: b, Tenant: "acme", K: 2}, queries, qrels)
+	// Equal weights, and a reranker that reverses: the sums below are RRF's.
+	rep, err := eval.Run(t.Context(), eval.Config{Backend: b, Tenant: "acme", K: 2, Weights: retrieval.ProfileWeights{},
+		Reranker: reverse{}}, queries, qrels)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,10 +74,14 @@ func TestRun(t *testing.T) {
 	if rep.Queries != 2 || len(rep.Unjudged) != 1 || rep.Unjudged[0] != "q2" || len(rep.Unknown) != 1 || rep.Unknown[0] != "q9" {
 		t.Errorf("report: %d queries, unjudged %v, unknown %v: want 2, [q2], [q9]", rep.Queries, rep.Unjudged, rep.Unknown)
 	}
-	if len(rep.Runs) != 3 {
-		t.Fatalf("runs %+v, want bm25, vector, rrf", rep.Runs)
+	if len(rep.Runs) != 4 || rep.Runs[3].Name != eval.RRFRerank || rep.Reranker != "reverse" || !rep.Understood {
+		t.Fatalf("runs %+v, reranker %q: want bm25, vector, rrf, rrf+rerank by reverse", rep.Runs, rep.Reranker)
 	}
-	for _, run := range rep.Runs {
+	// Reversed, q1's 5 fused hits are b#0 a#1 b#1 c#0 a#0: docs b, a.
+	if got := rep.Runs[3].Queries[0].Docs; strings.Join(got, ",") != "b,a" || rep.Runs[3].Fallback != "fell" {
+		t.Errorf("rrf+rerank q1 docs %v, fallback %q: want [b a], \"fell\"", got, rep.Runs[3].Fallback)
+	}
+	for _, run := range rep.Runs[:3] {
 		w, ok := want[run.Name]
 		if !ok {
 			t.Errorf("unexpected run %q", run.Name)
@@ -99,6 +106,16 @@ func TestRun(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", s, buf.String())
 		}
 	}
+}
+
+// reverse is a reranker that reverses the hits and says it fell back.
+type reverse struct{}
+
+func (reverse) Name() string { return "reverse" }
+func (reverse) Rerank(_ context.Context, _ retrieval.RerankQuery, hits []retrieval.Hit) (retrieval.Reranked, error) {
+	out := slices.Clone(hits)
+	slices.Reverse(out)
+	return retrieval.Reranked{Hits: out, By: "reverse", Fallback: "fell"}, nil
 }
 
 func TestRunErrors(t *testing.T) {
