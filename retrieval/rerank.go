@@ -91,7 +91,6 @@ func DefaultRerankWeights() RerankWeights {
 
 var _ Reranker = Deterministic{}
 
-
 // Name is RerankDeterministic.
 func (Deterministic) Name() string { return RerankDeterministic }
 

@@ -119,9 +119,9 @@ type Report struct {
 	// Reranker names the reranker of the rrf+rerank run.
 	Reranker string `json:"reranker"`
 	// Understood says whether queries went through query understanding.
-	Understood bool `json:"understood"`
-	Tenant  string `json:"tenant"`
-	K       int    `json:"k"`
+	Understood bool   `json:"understood"`
+	Tenant     string `json:"tenant"`
+	K          int    `json:"k"`
 	// Queries is how many queries were scored: those with at least one
 	// relevant judgement.
 	Queries int `json:"queries"`
