@@ -155,3 +155,31 @@ func (b *Bus) Close() {
 	}
 	b.nc.Close()
 }
+
+// Reconnected returns a channel that receives a value (coalesced) each
+// time the connection is established again after it was lost, until ctx
+// ends. A KV watch rides an ordered consumer that recovers from a server
+// restart only once it has missed its heartbeats, seconds later; a reader
+// that must not lag that long watches again on this signal.
+func (b *Bus) Reconnected(ctx context.Context) <-chan struct{} {
+	st := b.nc.StatusChanged(nats.CONNECTED)
+	out := make(chan struct{}, 1)
+	go func() {
+		defer b.nc.RemoveStatusListener(st)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-st:
+				if !ok {
+					return
+				}
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return out
+}

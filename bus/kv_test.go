@@ -295,3 +295,36 @@ func TestKVWatchDone(t *testing.T) {
 	other.Close()
 	recv(t, done, "the end of the watch after its connection closed")
 }
+
+func TestReconnected(t *testing.T) {
+	t.Parallel()
+	dir, addr := t.TempDir(), bustest.FreeAddr(t)
+	start := func() *bus.Server {
+		srv, err := bus.StartServer(bus.ServerConfig{DataDir: dir, Addr: addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+	stop := func(srv *bus.Server) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}
+	srv := start()
+	b, err := bus.Connect(testCtx(t), bus.Config{URL: "nats://" + addr, Logger: bustest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ch := b.Reconnected(testCtx(t))
+	select {
+	case <-ch:
+		t.Fatal("Reconnected fired without a reconnect")
+	default:
+	}
+	stop(srv)
+	srv = start()
+	defer stop(srv)
+	recv(t, ch, "the reconnect signal after the server restarted")
+}
