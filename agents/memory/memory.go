@@ -80,7 +80,7 @@ func New(cfg Config) (*Agent, error) {
 func (a *Agent) Card() agents.Card {
 	return agents.Card{
 		Name: "memory", Version: "1.0.0", Capabilities: []string{Capability},
-		Description: "Remembers what users tell about themselves (name, job, tools, preferences, notes) per tenant " +
+		Description: "Remembers what users tell about themselves (name, job, tools, preferences, notes) per user " +
 			"and recalls the facts relevant to a query, so answers can be personalised.",
 		Examples: []string{"remember that I work with Go", "my name is Ada and I live in Berlin",
 			"what do you remember about me"},
@@ -112,10 +112,13 @@ type Output struct {
 	TookMS  int64  `json:"took_ms"`
 }
 
-// Handle remembers and recalls for the requesting tenant.
+// Handle remembers and recalls for the requesting user (req.User, set
+// from the gateway's token), or for the tenant as a whole when the
+// request names no user.
 func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emitter) (json.RawMessage, error) {
 	start := time.Now()
-	if err := subjects.ValidTenant(req.TenantID); err != nil {
+	prefix, err := subjects.MemoryPrefix(req.TenantID, req.User)
+	if err != nil {
 		return nil, fmt.Errorf("%w: memory: %w", agents.ErrPermanent, err)
 	}
 	var in Input
@@ -130,7 +133,7 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	fresh := map[string]bool{}
 	if in.Mode != ModeRecall {
 		for _, f := range Extract(query) {
-			stored, err := a.store(ctx, req.TenantID, &f)
+			stored, err := a.store(ctx, prefix, &f)
 			if err != nil {
 				return nil, err
 			}
@@ -146,7 +149,7 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 		}
 	}
 	if in.Mode != ModeRemember {
-		all, err := a.facts(ctx, req.TenantID)
+		all, err := a.facts(ctx, prefix)
 		if err != nil {
 			return nil, err
 		}
@@ -167,10 +170,11 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	return agentkit.Encode(agentkit.OutputSchema(Capability), out)
 }
 
-// store writes f under the tenant's prefix unless that fact is already
-// there; it reports whether it wrote. f gets its key and time either way.
-func (a *Agent) store(ctx context.Context, tenant string, f *Fact) (bool, error) {
-	f.Key = tenant + "." + f.Hash()
+// store writes f under prefix (the user's, or the tenant's for a request
+// with no user) unless that fact is already there; it reports whether it
+// wrote. f gets its key and time either way.
+func (a *Agent) store(ctx context.Context, prefix string, f *Fact) (bool, error) {
+	f.Key = prefix + f.Hash()
 	f.StoredAt = a.cfg.Now().UTC().Format(time.RFC3339)
 	b, err := json.Marshal(f)
 	if err != nil {
@@ -193,18 +197,21 @@ func (a *Agent) store(ctx context.Context, tenant string, f *Fact) (bool, error)
 	}
 }
 
-// facts lists the tenant's facts, and only the tenant's: the key pattern
-// is the tenant's own prefix, and a fact stored under a key that does not
-// carry it is never returned.
-func (a *Agent) facts(ctx context.Context, tenant string) ([]Fact, error) {
-	entries, err := a.cfg.KV.ListMatching(ctx, tenant+".*")
+// facts lists the facts under prefix, and only those: a user's
+// ("<tenant>.<user>.*": never another user's, nor the tenant-wide ones,
+// which may hold what users said before they had tokens of their own), or
+// the tenant-wide ones ("<tenant>.*", one token after the tenant: never a
+// user's). A fact stored under a key that does not carry the prefix is
+// never returned.
+func (a *Agent) facts(ctx context.Context, prefix string) ([]Fact, error) {
+	entries, err := a.cfg.KV.ListMatching(ctx, prefix+"*")
 	if err != nil {
 		return nil, fmt.Errorf("memory: list facts: %w", err)
 	}
 	out := make([]Fact, 0, len(entries))
 	for _, e := range entries {
 		var f Fact
-		if !strings.HasPrefix(e.Key, tenant+".") || json.Unmarshal(e.Value, &f) != nil {
+		if !strings.HasPrefix(e.Key, prefix) || strings.Contains(e.Key[len(prefix):], ".") || json.Unmarshal(e.Value, &f) != nil {
 			continue
 		}
 		f.Key = e.Key
