@@ -54,19 +54,26 @@ func (r *Registry) ready(ctx context.Context) (*index, error) {
 
 // follow keeps the index current until ctx ends or the connection closes.
 // The KV watch rides an ordered consumer that survives reconnects and
-// server restarts on its own; when it cannot (its consumer could not be
-// made again), the watch ends and follow watches again: the new watch
-// delivers every stored registration, and whatever it did not deliver
-// (deleted or expired meanwhile) is dropped.
+// server restarts on its own, but only after missing its heartbeats
+// (seconds, during which heartbeats would go unseen and every agent would
+// look unreachable); so follow watches again at once when the connection
+// comes back, and after a backoff when the watch ends on its own. A new
+// watch delivers every stored registration, and whatever it did not
+// deliver (deleted or expired meanwhile) is dropped.
 func (r *Registry) follow(ctx context.Context) {
 	defer close(r.stopped)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the reconnect listener too
+	reconnected := r.cfg.Bus.Reconnected(ctx)
 	wait := watchRetryMin
 	first := true
 	for {
 		gen := r.idx.begin()
-		done, err := r.kv.WatchDone(ctx, func(e bus.Entry, deleted bool) {
+		wctx, stopWatch := context.WithCancel(ctx)
+		done, err := r.kv.WatchDone(wctx, func(e bus.Entry, deleted bool) {
 			r.idx.apply(e.Key, e.Value, deleted, gen)
 		})
+		again := false
 		if err == nil {
 			r.idx.prune(gen)
 			if first {
@@ -74,10 +81,22 @@ func (r *Registry) follow(ctx context.Context) {
 				close(r.synced)
 			}
 			wait = watchRetryMin
-			<-done
+			select {
+			case <-done:
+			case <-reconnected:
+				again = true
+			}
+		}
+		stopWatch()
+		if done != nil {
+			<-done // the old watch's fn never runs beside the new one's
 		}
 		if ctx.Err() != nil || r.closed() {
 			return
+		}
+		if again {
+			r.cfg.Logger.Debug("discovery: reconnected; watching the agents again")
+			continue
 		}
 		if first && err != nil {
 			r.failOnce.Do(func() { r.failure = err; close(r.failed) })
@@ -92,15 +111,21 @@ func (r *Registry) follow(ctx context.Context) {
 	}
 }
 
-// closed reports whether the registry's connection is closed for good.
-func (r *Registry) closed() bool { return r.cfg.Bus.Conn().IsClosed() }
+// closed reports whether the registry's connection is closed or closing
+// for good.
+func (r *Registry) closed() bool {
+	c := r.cfg.Bus.Conn()
+	return c.IsClosed() || c.IsDraining()
+}
 
-// Close stops the index's watch. The registry's writes (Put, Remove) and
-// List still work; Discover, Catalog and Serves answer ErrClosed if the
-// index never started. Safe to call twice and concurrently.
+// Close stops the index's watch and waits for it to end. The registry's
+// writes (Put, Remove) and List still work; Discover and Catalog answer
+// ErrClosed, and Serves asks the bucket. Safe to call twice and
+// concurrently.
 func (r *Registry) Close() {
 	r.startOnce.Do(func() { close(r.stopped) }) // never started: never will
 	if r.stop != nil {
 		r.stop()
 	}
+	<-r.stopped
 }
