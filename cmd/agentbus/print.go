@@ -46,6 +46,8 @@ func formatFrame(f events.Frame) string {
 			why = "the event stream was recreated"
 		}
 		gist = fmt.Sprintf("%s; workflow is %s; continuing after offset %d", why, r.Status, r.ResumeFrom)
+	case "artifact":
+		gist = artifactGist(f.Data)
 	case "complete":
 		var c events.Complete
 		_ = json.Unmarshal(f.Data, &c)
@@ -54,6 +56,26 @@ func formatFrame(f events.Frame) string {
 		gist = string(f.Data)
 	}
 	return strings.TrimRight(head+"  "+gist, " ")
+}
+
+// artifactGist is an artifact event on one line: a text chunk as is
+// (quoted, so that its line breaks stay on the line), other data — a
+// step's output — as its size and opening, since the complete event
+// prints every result in full.
+func artifactGist(data json.RawMessage) string {
+	var a events.Artifact
+	if json.Unmarshal(data, &a) != nil {
+		return string(data)
+	}
+	var text string
+	if json.Unmarshal(a.Data, &text) == nil {
+		return fmt.Sprintf("%s %q", a.ArtifactID, text)
+	}
+	preview := string(a.Data)
+	if r := []rune(preview); len(r) > 100 {
+		preview = string(r[:100]) + "…"
+	}
+	return fmt.Sprintf("%s (%d bytes) %s", a.ArtifactID, len(a.Data), preview)
 }
 
 func indent(raw json.RawMessage) string {

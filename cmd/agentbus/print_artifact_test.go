@@ -1,0 +1,27 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentbus/agentbus/events"
+)
+
+// A text chunk prints as its quoted text; a step's output artifact as its
+// size and opening, never its whole data on one line.
+func TestFormatFrameArtifacts(t *testing.T) {
+	frame := func(a events.Artifact) events.Frame {
+		b, _ := json.Marshal(a)
+		return events.Frame{Offset: 7, Type: "artifact", StepID: "s", Data: b}
+	}
+	got := formatFrame(frame(events.Artifact{ArtifactID: "answer", Data: json.RawMessage(`"Mutexes lock.\n"`), Append: true}))
+	if !strings.HasSuffix(got, `answer "Mutexes lock.\n"`) {
+		t.Fatalf("text chunk printed as %q", got)
+	}
+	long := `{"hits":[` + strings.Repeat(`{"id":"go/sync#1","text":"a mutual exclusion lock"},`, 20) + `{}]}`
+	got = formatFrame(frame(events.Artifact{ArtifactID: "search.output", Data: json.RawMessage(long), LastChunk: true}))
+	if !strings.Contains(got, "search.output (") || !strings.HasSuffix(got, "…") || len(got) > 200 || strings.Contains(got, "\n") {
+		t.Fatalf("step output printed as %q", got)
+	}
+}
