@@ -8,11 +8,13 @@ import (
 	"os"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/gateway"
 	"github.com/agentbus/agentbus/schemas"
+	"github.com/agentbus/agentbus/subjects"
 )
 
 type clientFlags struct {
@@ -29,8 +31,8 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 
 func newAsk() *cobra.Command {
 	var f clientFlags
-	var planFile string
-	var plain bool
+	var planFile, session string
+	var plain, newSession bool
 	cmd := &cobra.Command{
 		Use:   "ask [flags] QUERY",
 		Short: "Submit a workflow and print its events live until it ends",
@@ -53,6 +55,14 @@ func newAsk() *cobra.Command {
 			if req.Query == "" && req.Plan == nil {
 				return &exitError{code: exitUsage, msg: "give a QUERY or --plan FILE"}
 			}
+			id, err := sessionFlag(session, newSession)
+			if err != nil {
+				return err
+			}
+			req.SessionID = id
+			if newSession {
+				fmt.Fprintf(cmd.ErrOrStderr(), "session %s (continue it with: agentbus ask --session %s QUERY)\n", id, id)
+			}
 			c := newClientFor(f)
 			out := cmd.OutOrStdout()
 			sub, err := c.submit(cmd.Context(), req)
@@ -67,8 +77,35 @@ func newAsk() *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&planFile, "plan", "", "JSON plan file: {\"steps\": [{\"id\", \"capability\", \"input\", \"depends_on\"}]}")
+	cmd.Flags().StringVar(&session, "session", "", "continue (or start) this conversation session: earlier turns reach the agents and a follow-up "+
+		"(\"and what about its read lock?\") is resolved against them; GET /v1/sessions/ID lists its turns")
+	cmd.Flags().BoolVar(&newSession, "new-session", false, "start a new conversation session and print its id on stderr")
 	registerPlain(cmd, &plain)
 	return cmd
+}
+
+// sessionFlag is the session id of --session or --new-session ("" for
+// neither), or a usage error.
+func sessionFlag(session string, fresh bool) (string, error) {
+	switch {
+	case session != "" && fresh:
+		return "", &exitError{code: exitUsage, msg: "give --session ID or --new-session, not both"}
+	case fresh:
+		return newSessionID(), nil
+	case session != "":
+		if err := subjects.ValidSession(session); err != nil {
+			return "", &exitError{code: exitUsage, msg: fmt.Sprintf("--session %q: want a session id matching %s", session, subjects.TokenPattern)}
+		}
+	}
+	return session, nil
+}
+
+// newSessionID is a fresh session id: a time-ordered UUID, a valid token.
+func newSessionID() string {
+	if id, err := uuid.NewV7(); err == nil {
+		return id.String()
+	}
+	return uuid.NewString()
 }
 
 // readPlan reads and validates a plan file, naming each bad field.

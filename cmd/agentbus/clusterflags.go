@@ -16,17 +16,19 @@ import (
 type streamFlags struct {
 	replicas      int
 	updateStreams bool
+	sessionTTL    time.Duration
 }
 
 func (f *streamFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.IntVar(&f.replicas, "replicas", 1, "JetStream replicas of every stream and bucket, 1 to 5 (3 on a three-server cluster; serve with --routes defaults to 3)")
+	fl.DurationVar(&f.sessionTTL, "session-ttl", bus.DefaultSessionTTL, "how long a conversation session is kept after its newest turn (bucket AGENTBUS_SESSIONS, when this process provisions it)")
 	fl.BoolVar(&f.updateStreams, "update-streams", false, "change the replicas of existing streams and buckets in place to --replicas (without it a difference is reported and the process stops)")
 }
 
 // config is the bus's streams configuration, events kept for maxAge.
 func (f streamFlags) config(maxAge time.Duration) bus.StreamsConfig {
-	return bus.StreamsConfig{EventsMaxAge: maxAge, Replicas: f.replicas, UpdateReplicas: f.updateStreams}
+	return bus.StreamsConfig{EventsMaxAge: maxAge, Replicas: f.replicas, UpdateReplicas: f.updateStreams, SessionTTL: f.sessionTTL}
 }
 
 // check reports a --replicas out of range before anything connects (0,
@@ -34,6 +36,9 @@ func (f streamFlags) config(maxAge time.Duration) bus.StreamsConfig {
 func (f streamFlags) check() error {
 	if f.replicas < 0 || f.replicas > 5 {
 		return &exitError{code: exitUsage, msg: fmt.Sprintf("--replicas %d: want 1 to 5 (JetStream's limit; 3 on a three-server cluster)", f.replicas)}
+	}
+	if f.sessionTTL != 0 && f.sessionTTL < time.Minute {
+		return &exitError{code: exitUsage, msg: fmt.Sprintf("--session-ttl %s: want at least 1m", f.sessionTTL)}
 	}
 	return nil
 }

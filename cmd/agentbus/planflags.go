@@ -13,6 +13,7 @@ import (
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/llm"
 	"github.com/agentbus/agentbus/orchestrator"
+	"github.com/agentbus/agentbus/sessions"
 )
 
 // planFlags configure how the orchestrator plans bare queries.
@@ -109,5 +110,11 @@ func (f *planFlags) config(b *bus.Bus, log *slog.Logger) (orchestrator.Config, e
 	}
 	cfg.Planner = &orchestrator.LLMPlanner{Chat: chat}
 	log.Info("planner: LLM with heuristic fallback", "llm", chat.Name())
+	// Sessions: the model rewrites follow-ups and writes the rolling
+	// summary; either falls back to the deterministic way when it fails.
+	cfg.Rewriter = chat
+	if cfg.Sessions, err = sessions.New(sessions.Config{Bus: b, Logger: log, Summarizer: orchestrator.LLMSummarizer{Chat: chat}}); err != nil {
+		return cfg, err
+	}
 	return cfg, nil
 }
