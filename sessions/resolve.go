@@ -144,33 +144,68 @@ func startsQuestion(s string) bool {
 }
 
 // referent picks the turn a follow-up refers to, with its identifiers and
-// subject.
+// subject: the turn that shares most with the follow-up — a word of it in
+// the turn's subject counts 3, one its answer uses counts 1 — and the
+// newest among equals. "and what about its read lock?" after a turn on
+// sync.RWMutex (whose answer speaks of locks and readers) and one on
+// net/url refers to the first.
 func referent(rest string, history []events.Turn) (events.Turn, []string, string) {
 	words := contentWords(rest)
-	var newest events.Turn
-	var newestIDs []string
-	newestSubject := ""
+	var best events.Turn
+	var bestIDs []string
+	bestSubject, bestScore := "", -1
 	for i := len(history) - 1; i >= 0; i-- {
 		t := history[i]
-		asked := t.ResolvedQuery
-		if asked == "" {
-			asked = t.Query
-		}
-		ids, subject := Subject(asked)
+		ids, subject := Subject(cmp.Or(t.ResolvedQuery, t.Query))
 		if subject == "" {
 			continue
 		}
-		if newestSubject == "" {
-			newest, newestIDs, newestSubject = t, ids, subject
-		}
+		score := 0
 		low := strings.ToLower(subject)
+		answer := answerWords(t.Answer)
 		for _, w := range words {
+			if len(w) < 3 {
+				continue
+			}
 			if len(w) >= 4 && strings.Contains(low, w) {
-				return t, ids, subject
+				score += 3
+			}
+			if answer.has(w) {
+				score++
 			}
 		}
+		if score > bestScore {
+			best, bestIDs, bestSubject, bestScore = t, ids, subject, score
+		}
 	}
-	return newest, newestIDs, newestSubject
+	return best, bestIDs, bestSubject
+}
+
+// words is a set of lowercased words.
+type words map[string]bool
+
+func answerWords(s string) words {
+	out := words{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	}) {
+		out[w] = true
+	}
+	return out
+}
+
+// has reports whether the set holds w or a word that starts with it
+// ("lock" finds "locks", "read" finds "readers").
+func (ws words) has(w string) bool {
+	if ws[w] {
+		return true
+	}
+	for x := range ws {
+		if strings.HasPrefix(x, w) && len(x) <= len(w)+4 {
+			return true
+		}
+	}
+	return false
 }
 
 var (

@@ -52,6 +52,12 @@ func TestResolve(t *testing.T) {
 				{N: 1, WorkflowID: "w1", Query: "how does sync.RWMutex work"},
 				{N: 2, WorkflowID: "w2", Query: "how do I split lines with bufio.Scanner"},
 			}, "sync.RWMutex mutex read lock", true, 1},
+		{"turn 3 needs turn 1: the answers say which",
+			"and what about its read lock?",
+			[]events.Turn{
+				{N: 1, WorkflowID: "w1", Query: "how does sync.RWMutex work", Answer: "A RWMutex is a reader/writer mutual exclusion lock. The lock can be held by an arbitrary number of readers or a single writer."},
+				{N: 2, WorkflowID: "w2", Query: "how do I parse a URL query string with net/url", Answer: "ParseQuery parses the URL-encoded query string and returns a map listing the values specified for each key."},
+			}, "sync.RWMutex read lock", true, 1},
 		{"content words when no identifier", "and what about closing them?",
 			turns("how do buffered channels work"), "closing buffered channels", true, 1},
 	} {
