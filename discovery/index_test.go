@@ -34,7 +34,7 @@ func discovered(t *testing.T, reg *discovery.Registry, query string, k int) []st
 
 // eventually waits, up to the deadline, for cond; what describes the last
 // state seen for the failure message.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
+func eventually(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
 	end := time.Now().Add(deadline)
 	tick := time.NewTicker(10 * time.Millisecond)
