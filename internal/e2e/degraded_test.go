@@ -32,10 +32,13 @@ func (brokenPlanner) Handle(context.Context, agents.Request, agents.Emitter) (js
 	return nil, fmt.Errorf("%w: model unreachable", agents.ErrPermanent)
 }
 
-// TestAnswerSurvivesAFailedPlanningAgent: the built-in flow's planning
-// agent fails after its retries; search runs without it, and the answer,
-// cited from the index, says what was missing.
-func TestAnswerSurvivesAFailedPlanningAgent(t *testing.T) {
+// consumersDoc is the one document the answer tests search.
+var consumersDoc = retrieval.Document{ID: "consumers", Title: "Consumers", Source: "docs/consumers.md",
+	Text: "A durable consumer acknowledges every message it processes. Unacknowledged messages are redelivered after the ack wait."}
+
+// indexed is an embedded index holding docs for the default tenant.
+func indexed(t *testing.T, docs ...retrieval.Document) *embedded.Index {
+	t.Helper()
 	ix, err := embedded.Open(embedded.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -45,11 +48,19 @@ func TestAnswerSurvivesAFailedPlanningAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := retrieval.Document{ID: "consumers", Title: "Consumers", Source: "docs/consumers.md",
-		Text: "A durable consumer acknowledges every message it processes. Unacknowledged messages are redelivered after the ack wait."}
-	if err := ix.Index(t.Context(), gateway.DefaultTenant, ch.Chunk(doc)); err != nil {
-		t.Fatal(err)
+	for _, d := range docs {
+		if err := ix.Index(t.Context(), gateway.DefaultTenant, ch.Chunk(d)); err != nil {
+			t.Fatal(err)
+		}
 	}
+	return ix
+}
+
+// TestAnswerSurvivesAFailedPlanningAgent: the built-in flow's planning
+// agent fails after its retries; search runs without it, and the answer,
+// cited from the index, says what was missing.
+func TestAnswerSurvivesAFailedPlanningAgent(t *testing.T) {
+	ix := indexed(t, consumersDoc)
 	sa, err := search.New(search.Config{Backend: ix})
 	if err != nil {
 		t.Fatal(err)

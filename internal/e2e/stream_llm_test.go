@@ -14,10 +14,7 @@ import (
 	"github.com/agentbus/agentbus/agents/agentkit/kittest"
 	"github.com/agentbus/agentbus/agents/compose"
 	"github.com/agentbus/agentbus/agents/search"
-	"github.com/agentbus/agentbus/gateway"
 	"github.com/agentbus/agentbus/orchestrator"
-	"github.com/agentbus/agentbus/retrieval"
-	"github.com/agentbus/agentbus/retrieval/embedded"
 )
 
 // TestLLMAnswerStreamsToAnSSEClient: with a model that streams, a client
@@ -26,20 +23,7 @@ import (
 // completes, and every step's output as its own artifact; what it
 // assembles is the answer in the result.
 func TestLLMAnswerStreamsToAnSSEClient(t *testing.T) {
-	ix, err := embedded.Open(embedded.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ix.Close() })
-	ch, err := retrieval.NewChunker(retrieval.ChunkerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := retrieval.Document{ID: "consumers", Title: "Consumers", Source: "docs/consumers.md",
-		Text: "A durable consumer acknowledges every message it processes. Unacknowledged messages are redelivered after the ack wait."}
-	if err := ix.Index(t.Context(), gateway.DefaultTenant, ch.Chunk(doc)); err != nil {
-		t.Fatal(err)
-	}
+	ix := indexed(t, consumersDoc)
 	const written = "A durable consumer acknowledges each message it processes [1]. Messages left unacknowledged come again after the ack wait [1]."
 	model := kittest.NewChatServer(t, kittest.Answer(200, written))
 	sa, err := search.New(search.Config{Backend: ix})
