@@ -81,12 +81,13 @@ type RerankWeights struct {
 	Prox     float64 // how tightly the chunk holds its matched terms
 	Title    float64 // idf-weighted share of the terms in the chunk's title and headings
 	Ident    float64 // per identifier: package and symbol matched
+	Package  float64 // a query term names the chunk's package ("gzip", "UTF-8", "atomically")
 }
 
 // DefaultRerankWeights are the weights Deterministic uses by default,
 // chosen on the shipped labelled set (corpus.SetShipped) only.
 func DefaultRerankWeights() RerankWeights {
-	return RerankWeights{Prior: 0.5, DocCover: 1, Prox: 0.5, Title: 0.5, Ident: 1.2}
+	return RerankWeights{Prior: 0.5, DocCover: 1, Prox: 0.5, Title: 0.5, Ident: 1.2, Package: 0.4}
 }
 
 var _ Reranker = Deterministic{}
@@ -173,6 +174,8 @@ func scoreHits(w RerankWeights, terms []string, idents []string, hits []Hit) []f
 	for i, h := range hits {
 		c := cands[i]
 		var title, docCov float64
+		pkg := false
+		s := w.Prior / (1 + math.Log(float64(i+1)))
 		doc := h.DocID
 		if doc == "" {
 			doc, _, _ = strings.Cut(h.ID, "#")
@@ -184,8 +187,11 @@ func scoreHits(w RerankWeights, terms []string, idents []string, hits []Hit) []f
 			if docTerms[doc][t] {
 				docCov += idf[t]
 			}
+			pkg = pkg || match(c.pkg, term)
 		}
-		s := w.Prior / (1 + math.Log(float64(i+1)))
+		if pkg {
+			s += w.Package
+		}
 		if total > 0 {
 			s += w.DocCover*docCov/total + w.Title*title/total
 		}
@@ -402,7 +408,7 @@ func stem(w string) string {
 	if len(w) <= 3 {
 		return w
 	}
-	for _, s := range [][2]string{{"ically", "ic"}, {"ally", "al"}, {"ies", "y"}, {"sses", "ss"}, {"ness", ""},
+	for _, s := range [][2]string{{"ically", "ic"}, {"ally", "al"}, {"ies", "i"}, {"sses", "ss"}, {"ness", ""},
 		{"ing", ""}, {"edly", ""}, {"ed", ""}, {"ly", ""}, {"es", ""}, {"s", ""}} {
 		if strings.HasSuffix(w, s[0]) && len(w)-len(s[0])+len(s[1]) >= 3 {
 			if s[0] == "s" && strings.HasSuffix(w, "ss") {
@@ -417,10 +423,14 @@ func stem(w string) string {
 	return trimE(w)
 }
 
-// trimE drops a final "e", so that "parse" meets "parsing".
+// trimE drops a final "e" and turns a final "y" into "i", so that
+// "parse" meets "parsing" and "entry" meets "entries".
 func trimE(w string) string {
-	if len(w) > 4 && strings.HasSuffix(w, "e") {
+	switch {
+	case len(w) > 4 && strings.HasSuffix(w, "e"):
 		return w[:len(w)-1]
+	case len(w) > 3 && strings.HasSuffix(w, "y"):
+		return w[:len(w)-1] + "i"
 	}
 	return w
 }

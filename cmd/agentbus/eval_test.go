@@ -41,8 +41,8 @@ func TestEvalCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); code != exitCompleted || err != nil {
 		t.Fatalf("eval --json: exit %d, %v\n%s%s", code, err, out, errs)
 	}
-	if len(rep.Runs) != 3 || rep.Runs[2].Name != eval.RRF {
-		t.Fatalf("runs %+v, want bm25, vector, rrf", rep.Runs)
+	if len(rep.Runs) != 4 || rep.Runs[2].Name != eval.RRF || rep.Runs[3].Name != eval.RRFRerank || rep.Reranker != "deterministic" {
+		t.Fatalf("runs %+v, reranker %q: want bm25, vector, rrf, rrf+rerank by deterministic", rep.Runs, rep.Reranker)
 	}
 	// Each query names its document in distinctive words: BM25 ranks it
 	// first, so the query's MRR is 1 and the hashing query's NDCG is 1.
@@ -78,12 +78,23 @@ func TestEvalShippedLabels(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); code != exitCompleted || err != nil {
 		t.Fatalf("eval: exit %d, %v\n%s%s", code, err, out, errs)
 	}
-	if strings.Contains(errs, "indexing the shipped corpus") || rep.Queries != 60 || rep.Tenant != "default" || len(rep.Runs) != 3 {
+	if strings.Contains(errs, "indexing the shipped corpus") || rep.Queries != 60 || rep.Tenant != "default" || len(rep.Runs) != 4 {
 		t.Fatalf("report for %d queries, tenant %q, %d runs; stderr %q", rep.Queries, rep.Tenant, len(rep.Runs), errs)
 	}
 	for _, run := range rep.Runs {
 		if run.MRR != 0 || run.NDCG != 0 { // a.md is relevant to nothing
 			t.Errorf("%s: NDCG %.3f MRR %.3f, want 0", run.Name, run.NDCG, run.MRR)
+		}
+	}
+	code, out, errs = searchCLI(t, append([]string{"eval", "--json", "--set", "realistic", "--raw"}, backend...)...)
+	rep = eval.Report{}
+	if err := json.Unmarshal([]byte(out), &rep); code != exitCompleted || err != nil || rep.Queries != 76 || rep.Understood {
+		t.Fatalf("eval --set realistic --raw: exit %d, %v, %d queries, understood %v\n%s%s", code, err, rep.Queries, rep.Understood, out, errs)
+	}
+	for _, bad := range [][]string{{"--set", "nope"}, {"--rerank", "llm"}, {"--rerank", "magic"},
+		{"--set", "shipped", "--queries", "q", "--qrels", "r"}} {
+		if code, _, errs := searchCLI(t, append(append([]string{"eval"}, bad...), backend...)...); code != exitUsage {
+			t.Errorf("eval %v: exit %d, stderr %q: want %d", bad, code, errs, exitUsage)
 		}
 	}
 }
@@ -107,8 +118,8 @@ func TestIndexAndEvalEmbedded(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); code != exitCompleted || err != nil {
 		t.Fatalf("eval: exit %d, %v\n%s%s", code, err, out, errs)
 	}
-	if len(rep.Runs) != 3 || rep.Runs[0].Name != "bm25" || rep.Runs[0].MRR != 1 || rep.Runs[2].MRR != 1 {
-		t.Errorf("runs %+v: want bm25 and rrf to put each answer first", rep.Runs)
+	if len(rep.Runs) != 4 || rep.Runs[0].Name != "bm25" || rep.Runs[0].MRR != 1 || rep.Runs[2].MRR != 1 || rep.Runs[3].MRR != 1 {
+		t.Errorf("runs %+v: want bm25, rrf and rrf+rerank to put each answer first", rep.Runs)
 	}
 }
 
@@ -125,7 +136,7 @@ func TestEvalShippedCorpus(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); code != exitCompleted || err != nil {
 		t.Fatalf("eval: exit %d, %v\n%s%s", code, err, out, errs)
 	}
-	if !strings.Contains(errs, "indexing the shipped corpus") || rep.Queries != 60 || rep.Tenant != "default" || len(rep.Runs) != 3 {
+	if !strings.Contains(errs, "indexing the shipped corpus") || rep.Queries != 60 || rep.Tenant != "default" || len(rep.Runs) != 4 {
 		t.Fatalf("report for %d queries, tenant %q; stderr %q", rep.Queries, rep.Tenant, errs)
 	}
 	if bm25 := rep.Runs[0]; bm25.Name != "bm25" || bm25.NDCG < 0.6 || bm25.MRR < 0.6 {
