@@ -229,3 +229,26 @@ func TestLLMPlannerWithoutModelOrAgents(t *testing.T) {
 		t.Fatalf("a failing fallback: err = %v", err)
 	}
 }
+
+// TestLLMPlannerDescribesOnlyItsCards: the prompt holds the first Cards
+// agents' capabilities; a plan may still use a capability of an agent past
+// them, and none of those agents reaches the prompt.
+func TestLLMPlannerDescribesOnlyItsCards(t *testing.T) {
+	m := newFakeModel(t, false, answers(`{"steps":[{"id":"echo","capability":"echo"}]}`))
+	agents := agentsFor("translate", "summarize", "classify", "echo", "search")
+	for _, cards := range []int{2, 0} { // 0: discovery.DefaultK, all five
+		p := &orchestrator.LLMPlanner{Chat: m.chat(t), Cards: cards}
+		plan, why, err := p.Plan(t.Context(), "say hello", agents)
+		if err != nil || len(plan.Steps) != 1 || plan.Steps[0].Capability != "echo" || !strings.HasPrefix(why, "LLM planner") {
+			t.Fatalf("Cards %d: plan %+v, %q, %v", cards, plan, why, err)
+		}
+		reqs := m.got()
+		prompt := reqs[len(reqs)-1].Messages[0].Content
+		for i, a := range agents {
+			in := strings.Contains(prompt, "(agent "+a.Name+")")
+			if want := cards == 0 || i < cards; in != want {
+				t.Errorf("Cards %d: agent %s in the prompt: %v, want %v", cards, a.Name, in, want)
+			}
+		}
+	}
+}
