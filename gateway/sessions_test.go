@@ -87,3 +87,21 @@ func TestSessionsAPI(t *testing.T) {
 		t.Fatalf("admin without a user reads a user's session: %d %s", r.Status, r.Body)
 	}
 }
+
+// An A2A contextId that is a token is the session: its tasks are turns.
+func TestA2AContextIsTheSession(t *testing.T) {
+	s, c := startA2A(t)
+	for _, q := range []string{"how does sync.RWMutex work", "and what about its read lock?"} {
+		p := textMessage(q)
+		p.Message.ContextID = "a2a-chat-1"
+		if _, err := c.SendMessage(ctxT(t), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got gateway.SessionResponse
+	r := s.mustDo(t, http.MethodGet, "/v1/sessions/a2a-chat-1", nil)
+	if err := json.Unmarshal(r.Body, &got); err != nil || r.Status != http.StatusOK || got.TurnCount != 2 ||
+		got.Turns[1].ResolvedQuery != "sync.RWMutex read lock" {
+		t.Fatalf("session of the context: %d %s", r.Status, r.Body)
+	}
+}
