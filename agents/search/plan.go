@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/agents/agentkit"
+	"github.com/agentbus/agentbus/internal/querykind"
 )
 
 // Capabilities of the planning steps whose outputs the agent reads.
@@ -62,6 +63,7 @@ type enhancement struct {
 // plan is what one search step will do.
 type plan struct {
 	query    string
+	u        querykind.Understanding
 	variants []string
 	profiles []string
 	ensemble bool
@@ -72,12 +74,14 @@ type plan struct {
 // list is one ranked list to fetch: a profile searched with one query.
 type list struct {
 	name, profile, query string
+	side                 int // n for the n-th side of a comparison, 0 otherwise
 }
 
 // plan merges the step input with its dependencies' outputs; the input
 // wins where both speak.
 func (a *Agent) plan(req agents.Request, in Input) plan {
 	p := plan{query: agentkit.QueryOf(req, in.Query), k: cmp.Or(in.K, a.cfg.K)}
+	p.u = querykind.Understand(p.query)
 	var sel profileSelection
 	haveSel := agentkit.Dependency(req, depProfiles, &sel)
 	switch {
@@ -102,7 +106,7 @@ func (a *Agent) plan(req agents.Request, in Input) plan {
 	}
 	var enh enhancement
 	if agentkit.Dependency(req, depEnhance, &enh) {
-		seen := map[string]bool{strings.ToLower(p.query): true}
+		seen := map[string]bool{strings.ToLower(p.query): true, strings.ToLower(p.u.Search): true}
 		for _, v := range enh.Variants {
 			v = strings.TrimSpace(v)
 			if v == "" || seen[strings.ToLower(v)] || len(p.variants) == maxVariants {
@@ -153,18 +157,25 @@ func dedupe(names []string) []string {
 	return out
 }
 
-// lists is every (profile × query) pair: "<profile>" for the original
-// query, "<profile>:v<n>" for the n-th variant.
+// lists is every (profile × query) pair: "<profile>" for the query's
+// search text (querykind.Understanding.Search), "<profile>:v<n>" for the
+// n-th variant and "<profile>:side<n>" for the n-th side of a comparison.
 func (p plan) lists() []list {
-	out := make([]list, 0, len(p.profiles)*(1+len(p.variants)))
+	out := make([]list, 0, len(p.profiles)*(1+len(p.variants)+len(p.u.Sides)))
 	for _, prof := range p.profiles {
-		out = append(out, list{name: prof, profile: prof, query: p.query})
+		out = append(out, list{name: prof, profile: prof, query: p.u.Search})
 		for i, v := range p.variants {
 			out = append(out, list{name: prof + ":v" + strconv.Itoa(i+1), profile: prof, query: v})
+		}
+		for i, s := range p.u.Sides {
+			out = append(out, list{name: sideList(prof, i), profile: prof, query: s, side: i + 1})
 		}
 	}
 	return out
 }
+
+// sideList names the list of profile for the i-th side (from 0).
+func sideList(profile string, i int) string { return profile + ":side" + strconv.Itoa(i+1) }
 
 func (p plan) filtersEmpty() bool {
 	return p.filters == nil || (p.filters.From == nil && p.filters.To == nil && len(p.filters.Metadata) == 0)

@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/agentbus/agentbus/internal/querykind"
 	"github.com/agentbus/agentbus/retrieval"
 )
 
@@ -25,19 +26,31 @@ type ListRun struct {
 	err     error
 }
 
-// run fetches every list in parallel and fuses the lists that answered
-// with RRF, keeping the best k with at most perDoc hits of one document
-// (perDoc < 0: no cap); each list asks for 3k hits when capped, so that
-// the cap still leaves k. It fails with retrieval.ErrAllProfilesFailed
-// only when every list failed. One list is still returned in fused form,
-// like retrieval.Ensemble does.
-func run(ctx context.Context, b retrieval.Backend, tenant string, lists []list, k, perDoc int, f retrieval.Filters) (hits []retrieval.Hit, runs []ListRun, err error) {
+// result is what a search found: the hits, each side's best, and how
+// they were reranked (nil when reranking is off).
+type result struct {
+	hits   []retrieval.Hit
+	sides  []Side
+	rerank *retrieval.Reranked
+}
+
+// run fetches every list in parallel, fuses the lists that answered with
+// weighted RRF, reranks the fusion and keeps the best k with at most
+// perDoc hits of one document (perDoc < 0: no cap); each list asks for 3k
+// hits when capped, so that the cap still leaves k. A comparison's sides
+// are fused apart as well, and each side's best SideHits are kept among
+// the k. It fails with retrieval.ErrAllProfilesFailed only when every list
+// failed. One list is still returned in fused form, like
+// retrieval.Ensemble does.
+func (a *Agent) run(ctx context.Context, tenant string, p plan, lists []list, perDoc int) (res result, runs []ListRun, err error) {
+	k := p.k
 	ctx, span := startSpan(ctx, "search ensemble", attribute.Int("agentbus.search.lists", len(lists)), attribute.Int("agentbus.search.k", k))
-	defer func() { span.SetAttributes(attribute.Int("agentbus.search.hits", len(hits))); endSpan(span, err) }()
+	defer func() { span.SetAttributes(attribute.Int("agentbus.search.hits", len(res.hits))); endSpan(span, err) }()
 	fetch := k
 	if perDoc > 0 {
 		fetch = 3 * k
 	}
+	f := p.filters.retrieval()
 	runs = make([]ListRun, len(lists))
 	got := make([][]retrieval.Hit, len(lists))
 	var wg sync.WaitGroup
@@ -46,7 +59,7 @@ func run(ctx context.Context, b retrieval.Backend, tenant string, lists []list, 
 			start := time.Now()
 			lctx, ls := startSpan(ctx, "search profile "+l.profile, attribute.String("agentbus.search.profile", l.profile),
 				attribute.String("agentbus.search.list", l.name))
-			hits, err := b.Search(lctx, tenant, l.profile, retrieval.Query{Text: l.query, K: fetch, Filters: f})
+			hits, err := a.cfg.Backend.Search(lctx, tenant, l.profile, retrieval.Query{Text: l.query, K: fetch, Filters: f})
 			ls.SetAttributes(attribute.Int("agentbus.search.hits", len(hits)))
 			endSpan(ls, err)
 			runs[i] = ListRun{Name: l.name, Profile: l.profile, Query: l.query, Hits: len(hits),
@@ -60,6 +73,7 @@ func run(ctx context.Context, b retrieval.Backend, tenant string, lists []list, 
 	}
 	wg.Wait()
 	byName := make(map[string][]retrieval.Hit, len(lists))
+	bySide := map[int]map[string][]retrieval.Hit{}
 	var failed []string
 	for i, r := range runs {
 		if r.err != nil {
@@ -67,15 +81,106 @@ func run(ctx context.Context, b retrieval.Backend, tenant string, lists []list, 
 			continue
 		}
 		byName[r.Name] = got[i]
+		if s := lists[i].side; s > 0 {
+			if bySide[s] == nil {
+				bySide[s] = map[string][]retrieval.Hit{}
+			}
+			bySide[s][r.Name] = got[i]
+		}
 	}
 	if len(byName) == 0 {
-		return nil, runs, fmt.Errorf("%w: %s", retrieval.ErrAllProfilesFailed, strings.Join(failed, "; "))
+		return result{}, runs, fmt.Errorf("%w: %s", retrieval.ErrAllProfilesFailed, strings.Join(failed, "; "))
 	}
 	_, fs := startSpan(ctx, "search fusion", attribute.String("agentbus.search.fusion", "rrf"), attribute.Int("agentbus.search.rrf_k", retrieval.RRFK))
-	hits = diverse(retrieval.Fuse(retrieval.RRFK, byName), k, perDoc)
-	fs.SetAttributes(attribute.Int("agentbus.search.hits", len(hits)))
+	fused := retrieval.FuseWeighted(retrieval.RRFK, byName, a.cfg.Weights.Of)
+	fs.SetAttributes(attribute.Int("agentbus.search.hits", len(fused)))
 	fs.End()
-	return hits, runs, nil
+	if a.cfg.Reranker != nil {
+		rctx, rs := startSpan(ctx, "search rerank", attribute.String("agentbus.search.reranker", a.cfg.Reranker.Name()))
+		rr, err := a.cfg.Reranker.Rerank(rctx, retrieval.RerankQuery{Text: p.u.Search, Identifiers: p.u.Identifiers}, fused)
+		if err == nil {
+			err = retrieval.CheckRerank(fused, rr.Hits)
+		}
+		endSpan(rs, err)
+		if err != nil {
+			if ctx.Err() != nil {
+				return result{}, runs, ctx.Err()
+			}
+			// A reranker that fails outright (the LLM one falls back on
+			// its own) leaves the fused order, and the output says so.
+			rr = retrieval.Reranked{Hits: fused, By: retrieval.RerankNone, Fallback: err.Error()}
+		}
+		fused = rr.Hits
+		res.rerank = &rr
+		res.rerank.Hits = nil
+	}
+	res.hits = diverse(fused, k, perDoc)
+	var best []retrieval.Hit
+	res.sides, best = a.sides(ctx, p, bySide)
+	res.hits = keepSides(res.hits, best, k)
+	return res, runs, nil
+}
+
+// sides fuses each side's lists apart, reranks them deterministically
+// for the side's own text, and names the side's best SideHits; it also
+// returns those hits, sides in order.
+func (a *Agent) sides(ctx context.Context, p plan, bySide map[int]map[string][]retrieval.Hit) ([]Side, []retrieval.Hit) {
+	if len(p.u.Sides) == 0 {
+		return nil, nil
+	}
+	out := make([]Side, 0, len(p.u.Sides))
+	var best []retrieval.Hit
+	for i, name := range p.u.Sides {
+		side := Side{Name: name, Hits: []string{}}
+		if lists := bySide[i+1]; len(lists) > 0 {
+			hits := retrieval.FuseWeighted(retrieval.RRFK, lists, a.cfg.Weights.Of)
+			q := retrieval.RerankQuery{Text: name, Identifiers: querykind.Understand(name).Identifiers}
+			if rr, err := (retrieval.Deterministic{}).Rerank(ctx, q, hits); err == nil {
+				hits = rr.Hits
+			}
+			for _, h := range hits[:min(len(hits), a.cfg.SideHits)] {
+				side.Hits = append(side.Hits, h.ID)
+				best = append(best, h)
+			}
+		}
+		out = append(out, side)
+	}
+	return out, best
+}
+
+// keepSides makes sure every side's best hits are among the k hits (more
+// when the sides need more than k): a missing one takes the place of the
+// last hit that no side needs.
+func keepSides(hits, best []retrieval.Hit, k int) []retrieval.Hit {
+	need := map[string]bool{}
+	for _, h := range best {
+		need[h.ID] = true
+	}
+	if len(need) == 0 {
+		return hits
+	}
+	have := map[string]bool{}
+	for _, h := range hits {
+		have[h.ID] = true
+	}
+	out := slices.Clone(hits)
+	for _, h := range best {
+		if have[h.ID] {
+			continue
+		}
+		have[h.ID] = true
+		// Replace the last hit no side needs, if the k are taken.
+		if len(out) >= k {
+			for j := len(out) - 1; j >= 0; j-- {
+				if !need[out[j].ID] {
+					out = slices.Delete(out, j, j+1)
+					break
+				}
+			}
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // diverse keeps, in order, the first k hits with at most perDoc of any one

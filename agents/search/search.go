@@ -40,6 +40,19 @@ type Config struct {
 	// comparison needs both sides); default 3, negative means no cap. The
 	// input's max_per_doc wins.
 	MaxPerDoc int
+	// Weights weigh the profiles' lists in fusion; nil means
+	// retrieval.DefaultProfileWeights() (vector lists at half weight), an
+	// empty map weighs every list alike.
+	Weights retrieval.ProfileWeights
+	// Reranker reorders the fused hits; default retrieval.Deterministic{}.
+	// An LLM reranker falls back to its own fallback and says so in the
+	// output's "rerank".
+	Reranker retrieval.Reranker
+	// NoRerank keeps the fused order.
+	NoRerank bool
+	// SideHits is how many best hits of each side of a comparison are
+	// reported in "sides" and kept among the hits; default 3.
+	SideHits int
 }
 
 func (c *Config) setDefaults() {
@@ -51,6 +64,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxPerDoc == 0 {
 		c.MaxPerDoc = 3
+	}
+	if c.Weights == nil {
+		c.Weights = retrieval.DefaultProfileWeights()
+	}
+	if c.Reranker == nil && !c.NoRerank {
+		c.Reranker = retrieval.Deterministic{}
+	}
+	if c.SideHits == 0 {
+		c.SideHits = 3
 	}
 }
 
@@ -64,6 +86,9 @@ func (c Config) Validate() error {
 	}
 	if c.K < 0 || c.K > MaxK {
 		errs = append(errs, fmt.Errorf("search: K %d not in [1, %d]", c.K, MaxK))
+	}
+	if c.SideHits < 1 {
+		errs = append(errs, fmt.Errorf("search: SideHits %d: want at least 1", c.SideHits))
 	}
 	return errors.Join(errs...)
 }
@@ -130,10 +155,21 @@ func (f *Filters) retrieval() retrieval.Filters {
 	return out
 }
 
-// Output is what the search agent returns.
+// Output is what the search agent returns. Query is the query as given;
+// Search is the text searched after query understanding (framing words
+// such as "compare" or "in detail" removed).
 type Output struct {
 	Query          string          `json:"query"`
+	Search         string          `json:"search,omitempty"`
+	Intent         string          `json:"intent,omitempty"`
+	Identifiers    []string        `json:"identifiers,omitempty"`
 	Hits           []retrieval.Hit `json:"hits"`
+	// Sides are a comparison's sides, each with its best hits (chunk ids,
+	// best first), every one of which is also in Hits.
+	Sides []Side `json:"sides,omitempty"`
+	// Rerank says which reranker ordered Hits and why it fell back, if
+	// it did; absent when reranking is off.
+	Rerank *retrieval.Reranked `json:"rerank,omitempty"`
 	ProfilesUsed   []string        `json:"profiles_used"`
 	ProfilesFailed []Failure       `json:"profiles_failed"`
 	Ensemble       bool            `json:"ensemble"`
@@ -142,6 +178,12 @@ type Output struct {
 	Lists          []ListRun       `json:"lists"`
 	Backend        string          `json:"backend"`
 	TookMS         int64           `json:"took_ms"`
+}
+
+// Side is one side of a comparison: its search text and its best hits.
+type Side struct {
+	Name string   `json:"name"`
+	Hits []string `json:"hits"`
 }
 
 // Failure is a profile (or one of its ranked lists) that failed.
@@ -168,10 +210,12 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	lists := p.lists()
 	_ = emit.Progress(ctx, 10, fmt.Sprintf("searching %d profiles (%d ranked lists, %s)",
 		len(p.profiles), len(lists), a.cfg.Backend.Name()))
-	hits, runs, err := run(ctx, a.cfg.Backend, req.TenantID, lists, p.k, cmp.Or(in.MaxPerDoc, a.cfg.MaxPerDoc), p.filters.retrieval())
+	res, runs, err := a.run(ctx, req.TenantID, p, lists, cmp.Or(in.MaxPerDoc, a.cfg.MaxPerDoc))
+	hits := res.hits
 	out := Output{
-		Query: p.query, Ensemble: p.ensemble, Variants: p.variants, Backend: a.cfg.Backend.Name(),
-		Hits: hits, Lists: runs, ProfilesUsed: []string{}, ProfilesFailed: []Failure{},
+		Query: p.query, Search: p.u.Search, Intent: p.u.Intent, Identifiers: p.u.Identifiers,
+		Ensemble: p.ensemble, Variants: p.variants, Backend: a.cfg.Backend.Name(),
+		Hits: hits, Sides: res.sides, Rerank: res.rerank, Lists: runs, ProfilesUsed: []string{}, ProfilesFailed: []Failure{},
 	}
 	if !p.filtersEmpty() {
 		out.FiltersApplied = p.filters
@@ -188,6 +232,9 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	}
 	for _, f := range out.ProfilesFailed {
 		_ = emit.Progress(ctx, 60, fmt.Sprintf("profile %s failed, continuing without it: %s", f.Profile, f.Error))
+	}
+	if r := res.rerank; r != nil && r.Fallback != "" {
+		_ = emit.Progress(ctx, 80, fmt.Sprintf("reranker %s fell back to %s: %s", a.cfg.Reranker.Name(), r.By, r.Fallback))
 	}
 	_ = emit.Progress(ctx, 90, fmt.Sprintf("fused %d hits", len(hits)))
 	out.TookMS = time.Since(start).Milliseconds()

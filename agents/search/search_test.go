@@ -94,7 +94,11 @@ func TestSearchNeverCrossesTenants(t *testing.T) {
 func TestSearchEnsembleFusesEveryProfileAndVariant(t *testing.T) {
 	m := newMem()
 	corpus(t, m)
-	a := newAgent(t, m)
+	// Equal weights and no reranking: the hits are in plain RRF order.
+	a, err := search.New(search.Config{Backend: m, Weights: retrieval.ProfileWeights{}, NoRerank: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	deps := map[string]string{
 		"profile_selection": `{"profiles":[{"name":"vector","confidence":0.4},{"name":"bm25","confidence":0.9},{"name":"colbert","confidence":1}],"ensemble":true}`,
 		"query_enhancement": `{"variants":["pull consumer batches","Consumer acknowledges", "pull consumer batches"],"synonyms":{}}`,

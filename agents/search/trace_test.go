@@ -27,7 +27,12 @@ func TestRunSpans(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	ctx, step := tp.Tracer("test").Start(context.Background(), "step run")
 	lists := []list{{name: "bm25", profile: "bm25", query: "q"}, {name: "vector", profile: "vector", query: "q"}}
-	if _, _, err := run(ctx, twoDocs{}, "acme", lists, 5, -1, retrieval.Filters{}); err != nil {
+	a, err := New(Config{Backend: twoDocs{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plan{k: 5}
+	if _, _, err := a.run(ctx, "acme", p, lists, -1); err != nil {
 		t.Fatal(err)
 	}
 	step.End()
@@ -39,15 +44,15 @@ func TestRunSpans(t *testing.T) {
 	if !ok || ens.Parent.SpanID() != step.SpanContext().SpanID() {
 		t.Fatalf("no ensemble span under the step's run: %v", byName)
 	}
-	for _, name := range []string{"search profile bm25", "search profile vector", "search fusion"} {
+	for _, name := range []string{"search profile bm25", "search profile vector", "search fusion", "search rerank"} {
 		if s, ok := byName[name]; !ok || s.Parent.SpanID() != ens.SpanContext.SpanID() {
 			t.Errorf("%s missing or not under the ensemble", name)
 		}
 	}
-	if _, _, err := run(context.Background(), twoDocs{}, "acme", lists, 5, -1, retrieval.Filters{}); err != nil {
+	if _, _, err := a.run(context.Background(), "acme", p, lists, -1); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(exp.GetSpans()); n != 5 {
-		t.Errorf("an untraced search recorded spans: %d in all, want 5", n)
+	if n := len(exp.GetSpans()); n != 6 {
+		t.Errorf("an untraced search recorded spans: %d in all, want 6", n)
 	}
 }

@@ -135,7 +135,7 @@ func builtinAgents(ctx context.Context, caps []string, d agentDeps) (list []agen
 				return nil, close, err
 			}
 			if c == search.Capability {
-				a, err = search.New(search.Config{Backend: b})
+				a, err = searchAgent(b, d.chat)
 				break
 			}
 			a, err = ingestAgent(ctx, d, b, &closers)
@@ -159,6 +159,22 @@ func builtinAgents(ctx context.Context, caps []string, d agentDeps) (list []agen
 		list = append(list, a)
 	}
 	return list, close, nil
+}
+
+// searchAgent builds the search agent on b: with an LLM, its reranker
+// asks the model to order the top 20 hits and keep 8, falling back to
+// the deterministic reranker (and saying so in the output); without
+// one, the deterministic reranker runs.
+func searchAgent(b retrieval.Backend, chat *llm.Chat) (agents.Agent, error) {
+	cfg := search.Config{Backend: b}
+	if chat != nil {
+		r, err := retrieval.NewLLM(retrieval.LLMConfig{Chat: chat})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Reranker = r
+	}
+	return search.New(cfg)
 }
 
 // ingestAgent builds the ingest agent on the search backend and starts
