@@ -159,25 +159,25 @@ func (f *Filters) retrieval() retrieval.Filters {
 // Search is the text searched after query understanding (framing words
 // such as "compare" or "in detail" removed).
 type Output struct {
-	Query          string          `json:"query"`
-	Search         string          `json:"search,omitempty"`
-	Intent         string          `json:"intent,omitempty"`
-	Identifiers    []string        `json:"identifiers,omitempty"`
-	Hits           []retrieval.Hit `json:"hits"`
+	Query       string          `json:"query"`
+	Search      string          `json:"search,omitempty"`
+	Intent      string          `json:"intent,omitempty"`
+	Identifiers []string        `json:"identifiers,omitempty"`
+	Hits        []retrieval.Hit `json:"hits"`
 	// Sides are a comparison's sides, each with its best hits (chunk ids,
 	// best first), every one of which is also in Hits.
 	Sides []Side `json:"sides,omitempty"`
 	// Rerank says which reranker ordered Hits and why it fell back, if
 	// it did; absent when reranking is off.
-	Rerank *retrieval.Reranked `json:"rerank,omitempty"`
-	ProfilesUsed   []string        `json:"profiles_used"`
-	ProfilesFailed []Failure       `json:"profiles_failed"`
-	Ensemble       bool            `json:"ensemble"`
-	Variants       []string        `json:"variants,omitempty"`
-	FiltersApplied *Filters        `json:"filters_applied,omitempty"`
-	Lists          []ListRun       `json:"lists"`
-	Backend        string          `json:"backend"`
-	TookMS         int64           `json:"took_ms"`
+	Rerank         *retrieval.Reranked `json:"rerank,omitempty"`
+	ProfilesUsed   []string            `json:"profiles_used"`
+	ProfilesFailed []Failure           `json:"profiles_failed"`
+	Ensemble       bool                `json:"ensemble"`
+	Variants       []string            `json:"variants,omitempty"`
+	FiltersApplied *Filters            `json:"filters_applied,omitempty"`
+	Lists          []ListRun           `json:"lists"`
+	Backend        string              `json:"backend"`
+	TookMS         int64               `json:"took_ms"`
 }
 
 // Side is one side of a comparison: its search text and its best hits.
