@@ -41,13 +41,14 @@ func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) (e
 	defer func() { endSpan(span, err) }()
 	cp := newCheckpoint(p.Tenant, workflow, sub.Query, time.Now().UTC())
 	cp.Metadata = sub.Metadata
+	rooted(ctx, cp)
+	// Planning (and a follow-up's rewrite) may wait on an LLM for longer
+	// than AckWait: keep the submission ours meanwhile, or it would be
+	// planned twice.
+	defer d.KeepInProgress(ctx, o.cfg.AckWait/3)()
 	if err := o.converse(ctx, cp, &sub); err != nil {
 		return err
 	}
-	rooted(ctx, cp)
-	// Planning may wait on an LLM for longer than AckWait: keep the
-	// submission ours meanwhile, or it would be planned twice.
-	defer d.KeepInProgress(ctx, o.cfg.AckWait/3)()
 	if sub.Fork != nil {
 		err = o.fork(ctx, cp, *sub.Fork)
 	} else {
