@@ -7,7 +7,10 @@
 // (cancel, resume, approve, fork, checkpoint history, listing), the agent
 // registry and semantic discovery (GET /v1/agents, ?query=…&k=5), the A2A
 // protocol (agent card, JSON-RPC at /a2a) and the legacy POST /tasks/send,
-// authentication (tokens → tenant and role; off with no tokens), and
+// conversations (session_id on a submission, an A2A contextId that is a
+// token; GET /v1/sessions/{id} lists a session's turns; sessions.go),
+// authentication (tokens → tenant, role and optionally user — a user's
+// sessions and memory are their own; off with no tokens), and
 // operations (GET /healthz, /readyz, /metrics), and an OpenTelemetry
 // server span per request when Config.TracerProvider is set (trace.go).
 //

@@ -46,5 +46,18 @@
 // deadline, examines each working step as the watchdog would, and re-arms
 // the timers the server lost.
 //
+// Conversations (session.go): a submission with a session id is a turn of
+// that session (package sessions, KV AGENTBUS_SESSIONS, per tenant and
+// user). At submit the session is loaded and a follow-up ("and what about
+// its read lock?") is resolved against its turns — deterministically, or
+// by Config.Rewriter (an LLM) whose answer is checked, with the
+// deterministic resolution as fallback; the workflow runs the resolved
+// query and its plan explanation says so. Every step request carries the
+// conversation (the newest turns, the rolling summary, the query as typed)
+// and the submission's user. When the workflow ends (completed, failed or
+// canceled) its turn is appended before the checkpoint that says so is
+// stored; the append is idempotent by workflow id, so a redone ending
+// never adds a turn.
+//
 // An *Orchestrator is safe for concurrent use.
 package orchestrator
