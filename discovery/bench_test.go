@@ -26,6 +26,8 @@ import (
 //
 //   - index: Registry.Discover, the in-memory index (exact top-k over a
 //     contiguous matrix, health and load aware);
+//   - index-under-heartbeats: the same while every agent heartbeats once
+//     a second (the index's watch applies each put);
 //   - linear-kv-scan: what Discover did before the index, listing the
 //     whole bucket and decoding every registration per query;
 //   - hnsw: coder/hnsw over the same vectors, without health or load.
@@ -51,19 +53,24 @@ func BenchmarkDiscover(b *testing.B) {
 		}
 		graph := hnswOf(b, cards)
 		emb := llm.LocalEmbedder{}
+		index := func(ctx context.Context, query string, k int) ([]string, error) {
+			ms, err := reg.Discover(ctx, query, k)
+			return matchNames(ms), err
+		}
 		variants := []struct {
 			name     string
 			discover func(ctx context.Context, query string, k int) ([]string, error)
+			// heartbeats puts registrations again while it runs, as
+			// every agent heartbeating each second would.
+			heartbeats bool
 		}{
-			{"index", func(ctx context.Context, query string, k int) ([]string, error) {
-				ms, err := reg.Discover(ctx, query, k)
-				return matchNames(ms), err
-			}},
-			{"linear-kv-scan", func(ctx context.Context, query string, k int) ([]string, error) {
+			{name: "index", discover: index},
+			{name: "index-under-heartbeats", discover: index, heartbeats: true},
+			{name: "linear-kv-scan", discover: func(ctx context.Context, query string, k int) ([]string, error) {
 				ms, err := linearDiscover(ctx, kv, emb, query, k)
 				return matchNames(ms), err
 			}},
-			{"hnsw", func(ctx context.Context, query string, k int) ([]string, error) {
+			{name: "hnsw", discover: func(ctx context.Context, query string, k int) ([]string, error) {
 				qv, err := emb.Embed(ctx, []string{query})
 				if err != nil {
 					return nil, err
@@ -79,6 +86,10 @@ func BenchmarkDiscover(b *testing.B) {
 			b.Run(fmt.Sprintf("agents=%d/%s", n, v.name), func(b *testing.B) {
 				ctx := context.Background()
 				top1, top5 := accuracy(b, v.discover)
+				if v.heartbeats {
+					stop := heartbeat(b, reg, cards)
+					defer stop()
+				}
 				lat := make([]time.Duration, 0, b.N)
 				b.ResetTimer()
 				for i := range b.N {
@@ -99,6 +110,36 @@ func BenchmarkDiscover(b *testing.B) {
 		}
 		reg.Close()
 	}
+}
+
+// heartbeat puts the cards' registrations again, one every 1s/len(cards)
+// (every agent once a second, five times the default heartbeat rate),
+// until the returned stop is called.
+func heartbeat(tb testing.TB, reg *discovery.Registry, cards []card) (stop func()) {
+	tb.Helper()
+	regs := make([]discovery.Registration, len(cards))
+	for i, c := range cards {
+		regs[i] = registrationOf(tb, c)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second / time.Duration(len(cards)))
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			r := regs[i%len(regs)]
+			r.HeartbeatAt = time.Now().UTC() // idle: accuracy stays comparable
+
+			_ = reg.Put(ctx, r, time.Hour)
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // accuracy is the share of labelled queries whose agent discover ranks
