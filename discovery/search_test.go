@@ -265,11 +265,55 @@ func TestIndexCardsAndRemoval(t *testing.T) {
 	}
 }
 
-func mustJSON(t *testing.T, v any) []byte {
+func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// FuzzIndexApply: whatever the bucket holds, applying it never panics,
+// and the index stays consistent: every instance is in its agent, every
+// agent has instances and a card, and a query returns at most k live
+// agents.
+func FuzzIndexApply(f *testing.F) {
+	good := mustJSON(f, Registration{Name: "a", Capabilities: []string{"x"}, HeartbeatAt: t0, SelfHealthy: true, Embedder: "test", Embedding: []float32{1, 0, 0}})
+	other := mustJSON(f, Registration{Name: "b", HeartbeatAt: t0, Embedder: "test", Embedding: []float32{0, 1}})
+	f.Add([]byte("k1"), good, false, []byte("k2"), other, false)
+	f.Add([]byte("k1"), good, false, []byte("k1"), other, false)
+	f.Add([]byte("k1"), good, false, []byte("k1"), []byte("{}"), true)
+	f.Add([]byte("k"), []byte(`{"name":"n","embedding":[]}`), false, []byte("k"), []byte(`{"name":"n","embedder":"test","embedding":[0,0]}`), false)
+	f.Fuzz(func(t *testing.T, k1, v1 []byte, d1 bool, k2, v2 []byte, d2 bool) {
+		ix := testIndex()
+		ix.apply(string(k1), v1, d1, 1)
+		ix.apply(string(k2), v2, d2, 1)
+		ix.embedded(ix.pending(), func() [][]float32 {
+			var vs [][]float32
+			for range ix.pending() {
+				vs = append(vs, []float32{0, 0, 1})
+			}
+			return vs
+		}())
+		if got := ix.top([]float32{1, 0, 0}, 1, t0, DefaultMargin); len(got) > 1 {
+			t.Fatalf("k=1 returned %d matches", len(got))
+		}
+		ix.catalog(t0)
+		n := 0
+		for name, a := range ix.agents {
+			if len(a.instances) == 0 || a.card == nil || a.name != name {
+				t.Fatalf("agent %q: %d instances, card %v", name, len(a.instances), a.card)
+			}
+			for key, in := range a.instances {
+				if ix.instances[key] != in || in.reg.Name != name {
+					t.Fatalf("instance %q of %q not indexed as such", key, name)
+				}
+			}
+			n += len(a.instances)
+		}
+		if n != len(ix.instances) {
+			t.Fatalf("%d instances in agents, %d indexed", n, len(ix.instances))
+		}
+	})
 }
