@@ -78,7 +78,7 @@ func TestRetrievalGoals(t *testing.T) {
 	ix := shippedIndex(t)
 	const eps = 0.0005
 	for _, c := range []struct {
-		set                   string
+		set                    string
 		rrfVsBest, rerankFloor float64 // rrf - max(bm25, vector) at least; rrf+rerank at least
 	}{
 		{corpus.SetShipped, -0.0015, 0.8965},
