@@ -172,3 +172,35 @@ func TestSessionFollowUpRewrittenByTheLLM(t *testing.T) {
 		t.Fatalf("fallback query %q", q)
 	}
 }
+
+// With the LLM summarizer the rolling summary is the model's, checked; an
+// answer that is not {"summary": …} leaves the extractive one.
+func TestSessionSummaryByTheLLM(t *testing.T) {
+	good := true
+	m := newFakeModel(t, false, func(r chatRequest) (int, string) {
+		if !strings.Contains(r.Messages[1].Content, "1. asked: how does sync.RWMutex work") {
+			return 200, `{"summary": "wrong prompt"}`
+		}
+		if good {
+			return 200, `{"summary": "The user asked how sync.RWMutex works: a reader/writer lock."}`
+		}
+		return 200, "not JSON"
+	})
+	env := bustest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	store, err := sessions.New(sessions.Config{Bus: env.Bus, Logger: bustest.Logger(t), SummaryEvery: 1, Summarizer: orchestrator.LLMSummarizer{Chat: m.chat(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn := events.Turn{WorkflowID: "w1", Query: "how does sync.RWMutex work", Answer: "RWMutex is a reader/writer lock.", Status: events.StateCompleted}
+	s, err := store.Append(ctx, "acme", "", "s1", turn)
+	if err != nil || s.Summary != "The user asked how sync.RWMutex works: a reader/writer lock." || !strings.Contains(s.SummaryBy, "test-model") {
+		t.Fatalf("LLM summary: %q by %q (%v)", s.Summary, s.SummaryBy, err)
+	}
+	good = false
+	s, err = store.Append(ctx, "acme", "", "s2", turn)
+	if err != nil || s.SummaryBy != sessions.MethodExtractive || !strings.HasPrefix(s.Summary, "1. how does sync.RWMutex work — ") {
+		t.Fatalf("fallback summary: %q by %q (%v)", s.Summary, s.SummaryBy, err)
+	}
+}
