@@ -210,8 +210,9 @@ func matchNames(ms []discovery.Match) []string {
 	return out
 }
 
-// hnswOf is an HNSW graph of the cards' vectors (seeded: the same graph
-// every run).
+// hnswOf is an HNSW graph of the cards' vectors, with coder/hnsw's
+// defaults (M 16, EfSearch 20) and a seeded level generator; its build
+// still varies a little from run to run.
 func hnswOf(tb testing.TB, cards []card) *hnsw.Graph[string] {
 	tb.Helper()
 	g := hnsw.NewGraph[string]()

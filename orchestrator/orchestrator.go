@@ -30,7 +30,9 @@ type Config struct {
 	// language with a bare NATS client, has bound to it).
 	Catalog Catalog
 	// Registry, when set, routes bare queries by semantic discovery; New
-	// opens it by default.
+	// opens one with the local embedder by default. Give one opened with
+	// the workers' embedder (cmd does, from --embed-url) so that their
+	// cards' stored vectors are used as they are.
 	Registry *discovery.Registry
 	// Candidates is how many agents, those that best fit a bare query by
 	// semantic discovery (healthy and less loaded first among close
