@@ -30,7 +30,8 @@ import (
 //     a second (the index's watch applies each put);
 //   - linear-kv-scan: what Discover did before the index, listing the
 //     whole bucket and decoding every registration per query;
-//   - hnsw: coder/hnsw over the same vectors, without health or load.
+//   - hnsw, hnsw-m32-ef200: coder/hnsw over the same vectors, without
+//     health or load, with its defaults and tuned for recall.
 //
 // Each reports top1_acc and top5_acc (the share of labelled queries whose
 // agent comes first, or among the 5 returned) and the latency of one
@@ -51,8 +52,21 @@ func BenchmarkDiscover(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		graph := hnswOf(b, cards)
 		emb := llm.LocalEmbedder{}
+		graph, tuned := hnswOf(b, cards, 16, 20), hnswOf(b, cards, 32, 200)
+		hnswSearch := func(g *hnsw.Graph[string]) func(ctx context.Context, query string, k int) ([]string, error) {
+			return func(ctx context.Context, query string, k int) ([]string, error) {
+				qv, err := emb.Embed(ctx, []string{query})
+				if err != nil {
+					return nil, err
+				}
+				var out []string
+				for _, node := range g.Search(qv[0], k) {
+					out = append(out, node.Key)
+				}
+				return out, nil
+			}
+		}
 		index := func(ctx context.Context, query string, k int) ([]string, error) {
 			ms, err := reg.Discover(ctx, query, k)
 			return matchNames(ms), err
@@ -70,17 +84,8 @@ func BenchmarkDiscover(b *testing.B) {
 				ms, err := linearDiscover(ctx, kv, emb, query, k)
 				return matchNames(ms), err
 			}},
-			{name: "hnsw", discover: func(ctx context.Context, query string, k int) ([]string, error) {
-				qv, err := emb.Embed(ctx, []string{query})
-				if err != nil {
-					return nil, err
-				}
-				var out []string
-				for _, node := range graph.Search(qv[0], k) {
-					out = append(out, node.Key)
-				}
-				return out, nil
-			}},
+			{name: "hnsw", discover: hnswSearch(graph)},
+			{name: "hnsw-m32-ef200", discover: hnswSearch(tuned)},
 		}
 		for _, v := range variants {
 			b.Run(fmt.Sprintf("agents=%d/%s", n, v.name), func(b *testing.B) {
@@ -210,12 +215,14 @@ func matchNames(ms []discovery.Match) []string {
 	return out
 }
 
-// hnswOf is an HNSW graph of the cards' vectors, with coder/hnsw's
-// defaults (M 16, EfSearch 20) and a seeded level generator; its build
-// still varies a little from run to run.
-func hnswOf(tb testing.TB, cards []card) *hnsw.Graph[string] {
+// hnswOf is an HNSW graph of the cards' vectors with m neighbours per
+// node and ef candidates per search (coder/hnsw's defaults are 16 and 20)
+// and a seeded level generator; its build still varies a little from run
+// to run.
+func hnswOf(tb testing.TB, cards []card, m, ef int) *hnsw.Graph[string] {
 	tb.Helper()
 	g := hnsw.NewGraph[string]()
+	g.M, g.EfSearch = m, ef
 	g.Rng = rand.New(rand.NewSource(1))
 	for _, c := range cards {
 		g.Add(hnsw.MakeNode(c.name, registrationOf(tb, c).Embedding))
