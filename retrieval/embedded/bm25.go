@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"unicode"
 
 	"github.com/agentbus/agentbus/retrieval"
 	"github.com/blevesearch/bleve/v2"
@@ -86,8 +87,10 @@ func bleveDoc(r record) map[string]any {
 
 // textQuery matches any of the query's words in title and text, within
 // the filters, so that bleve applies the filters before it takes K.
+// Qualified identifiers are matched whole and by their parts (see
+// identifierParts).
 func textQuery(q retrieval.Query) query.Query {
-	match := bleve.NewMatchQuery(q.Text)
+	match := bleve.NewMatchQuery(identifierParts(q.Text))
 	match.SetField(fieldContent)
 	if q.Filters.IsZero() {
 		return match
@@ -105,6 +108,35 @@ func textQuery(q retrieval.Query) query.Query {
 		parts = append(parts, tq)
 	}
 	return bleve.NewConjunctionQuery(parts...)
+}
+
+// identifierParts adds the parts of each qualified identifier in text
+// after it: "sync.RWMutex" becomes "sync.RWMutex sync RWMutex". The
+// analyzer's word segmentation (Unicode UAX #29) keeps "sync.RWMutex" as
+// one term, which only a text quoting it whole contains, so the package
+// documenting RWMutex under a "type RWMutex" heading would not match at
+// all; with its parts, it matches as package + symbol, and a text that
+// quotes the identifier whole matches it more.
+func identifierParts(text string) string {
+	var extra []string
+	for f := range strings.FieldsSeq(text) {
+		f = strings.TrimFunc(f, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' })
+		if !strings.Contains(f, ".") {
+			continue
+		}
+		parts := strings.Split(f, ".")
+		ok := len(parts) > 1
+		for _, p := range parts {
+			ok = ok && p != "" && strings.IndexFunc(p, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' }) < 0
+		}
+		if ok {
+			extra = append(extra, parts...)
+		}
+	}
+	if len(extra) == 0 {
+		return text
+	}
+	return text + " " + strings.Join(extra, " ")
 }
 
 func (t *tenant) searchBM25(q retrieval.Query) ([]retrieval.Hit, error) {
