@@ -1,7 +1,16 @@
 // Package retrieval is agentbus's search layer: documents cut into chunks,
 // per-tenant indexes behind a Backend with named search profiles (BM25 full
 // text, vector ANN, …), and the ensemble that searches several profiles in
-// parallel and fuses their rankings with Reciprocal Rank Fusion.
+// parallel and fuses their rankings with Reciprocal Rank Fusion (Fuse,
+// or FuseWeighted with ProfileWeights: offline, vector lists weigh half).
+//
+// Fused hits can be reranked (Reranker): Deterministic scores coverage of
+// the query's terms by each hit's document, proximity, title and heading
+// matches and Go identifiers matched as package + symbol, over the fused
+// order; LLM asks a chat model (any Completer, e.g. *llm.Chat) to order
+// the top 20 and keep 8, checks that its JSON answer names only hits it
+// was shown, and on any failure falls back to the deterministic reranker
+// and says why (Reranked.Fallback).
 //
 // Backends live in sub-packages: retrieval/embedded (the default, a local
 // index under --data: bleve for BM25, coder/hnsw for vectors) and
