@@ -116,13 +116,30 @@ type Session struct {
 // Count is how many turns the session has had, dropped ones included.
 func (s Session) Count() int { return s.Dropped + len(s.Turns) }
 
+// Bounds of a turn in a Conversation: it travels in every step request of
+// the next turn and is kept in that workflow's checkpoint revisions, so
+// its answer is cut shorter than stored, and large citations are left out
+// (GET /v1/sessions/{id} has them in full).
+const (
+	ConversationAnswer    = 1500
+	ConversationCitations = 4096
+)
+
 // Conversation is what a step of the session's next turn is told: the
-// newest history turns in full and the summary. originalQuery is the
-// query as typed when it was resolved into another ("" otherwise).
+// newest history turns (answers cut to ConversationAnswer bytes,
+// citations above ConversationCitations bytes left out) and the summary.
+// originalQuery is the query as typed when it was resolved into another
+// ("" otherwise).
 func (s Session) Conversation(history int, originalQuery string) events.Conversation {
 	c := events.Conversation{SessionID: s.SessionID, Summary: s.Summary, OriginalQuery: originalQuery}
 	if n := len(s.Turns); n > 0 {
 		c.History = append([]events.Turn(nil), s.Turns[max(0, n-history):]...)
+	}
+	for i := range c.History {
+		c.History[i].Answer = cut(c.History[i].Answer, ConversationAnswer)
+		if len(c.History[i].Citations) > ConversationCitations {
+			c.History[i].Citations = nil
+		}
 	}
 	return c
 }

@@ -139,6 +139,13 @@ func TestSummaryEveryThreeTurnsAndTrim(t *testing.T) {
 	if c.SessionID != "s1" || len(c.History) != 3 || c.History[0].N != 5 || c.Summary != got.Summary || c.OriginalQuery != "typed" {
 		t.Fatalf("conversation = %+v", c)
 	}
+	// A long answer travels cut; the session keeps it (to MaxAnswer).
+	long := strings.Repeat("word ", 1000)
+	got, _ = s.Append(ctx, "acme", "", "s1", turn("wf-8", "q", long))
+	c = got.Conversation(3, "")
+	if n := len(c.History[2].Answer); n > sessions.ConversationAnswer || n < sessions.ConversationAnswer-10 || len(got.Turns[len(got.Turns)-1].Answer) != 4000 {
+		t.Fatalf("conversation answer %d bytes, stored %d", n, len(got.Turns[len(got.Turns)-1].Answer))
+	}
 }
 
 type failingSummarizer struct{}
