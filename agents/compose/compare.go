@@ -66,14 +66,19 @@ func (c *composition) sideBySide(cmp comparison, queryTerms []string) [][]senten
 	used := map[string]bool{}
 	from := c.answerable()
 	for i, sd := range cmp.sides {
+		pkg, sym := pkgSymbol(sd.Name)
 		allowed := map[int]bool{}
 		for h := range c.found {
-			if from[h] && (len(sd.Hits) == 0 || slices.Contains(sd.Hits, c.hits[h].ID)) {
+			hit := c.hits[h]
+			// the hits search found for the side, and any passage of the
+			// side's own documentation ("… › type RWMutex")
+			own := pkg != "" && inPackage(hit, pkg) && strings.Contains(hit.Title, " "+sym)
+			if from[h] && (len(sd.Hits) == 0 || slices.Contains(sd.Hits, hit.ID) || own) {
 				allowed[h] = true
 			}
 		}
 		// a side's own package's documentation, when search found it
-		if pkg, _ := pkgSymbol(sd.Name); pkg != "" {
+		if pkg != "" {
 			own := map[int]bool{}
 			for h := range allowed {
 				if inPackage(c.hits[h], pkg) {
@@ -97,12 +102,13 @@ func (c *composition) sideBySide(cmp comparison, queryTerms []string) [][]senten
 			return false
 		})
 		score(cands, append(slices.Clone(all), queryTerms...))
-		_, sym := pkgSymbol(sd.Name)
 		c.lift(cands, []string{sym})
 		for _, s := range pick(cands, sentencesPerSide) {
 			used[s.text] = true
 			out[i] = append(out[i], s)
 		}
+		// in reading order: a passage's definition opens it
+		slices.SortStableFunc(out[i], byHitOrder)
 	}
 	return out
 }
