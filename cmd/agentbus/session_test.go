@@ -44,6 +44,14 @@ func TestAskContinuesASession(t *testing.T) {
 		t.Fatalf("GET /v1/sessions/%s: %d %s", id, resp.StatusCode, b)
 	}
 
+	code, out, stderr = cli(t, "session", "--url", s.info.HTTPURL, id)
+	if code != 0 || !strings.Contains(out, "2 turns") || !strings.Contains(out, "resolved: sync.RWMutex read lock") {
+		t.Fatalf("agentbus session: exit %d: %s\n%s", code, stderr, out)
+	}
+	if code, _, stderr = cli(t, "session", "--url", s.info.HTTPURL, "never-started"); code != exitUsage || !strings.Contains(stderr, `no session "never-started"`) {
+		t.Fatalf("agentbus session of an unknown id: exit %d: %s", code, stderr)
+	}
+
 	for _, args := range [][]string{
 		{"ask", "--url", s.info.HTTPURL, "--session", "Not.A.Token", "hi"},
 		{"ask", "--url", s.info.HTTPURL, "--session", "abc", "--new-session", "hi"},
