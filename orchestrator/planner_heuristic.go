@@ -186,13 +186,12 @@ func (h HeuristicPlanner) route(query string, agents []discovery.Match) (string,
 	if floor == 0 {
 		floor = 0.05
 	}
-	// agents arrive best first; the first with a capability decides.
+	// agents arrive ranked (similarity, then health and load among close
+	// scores), so one below the floor may precede one above it: the first
+	// with a capability and a similarity at the floor decides.
 	for _, m := range agents {
-		if len(m.Capabilities) == 0 {
+		if len(m.Capabilities) == 0 || m.Score < floor {
 			continue
-		}
-		if m.Score < floor {
-			break
 		}
 		by := ""
 		if h.Embedder != "" {
