@@ -204,3 +204,36 @@ func TestSessionSummaryByTheLLM(t *testing.T) {
 		t.Fatalf("fallback summary: %q by %q (%v)", s.Summary, s.SummaryBy, err)
 	}
 }
+
+// A canceled turn is in the session too, canceled, with no answer.
+func TestSessionRecordsACanceledTurn(t *testing.T) {
+	started := make(chan struct{}, 1)
+	block := newFn("block", func(ctx context.Context, _ agents.Request) (json.RawMessage, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	s := startStack(t, block)
+	submit(t, s.env.Bus, "acme", "to-cancel", events.WorkflowSubmitted{Plan: plan(step("A", "block")), SessionID: "s3"})
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("step A never ran")
+	}
+	if res := control(t, s.env.Bus, "acme", "to-cancel", events.Control{Action: events.ActionCancel}); !res.Applied {
+		t.Fatalf("cancel: %+v", res)
+	}
+	if end := last(t, collect(t, s.env.Bus, "acme", "to-cancel")); end.Type != events.TypeCancelled {
+		t.Fatalf("ended %s", end.Type)
+	}
+	store, err := sessions.New(sessions.Config{Bus: s.env.Bus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := store.Load(ctx, "acme", "", "s3")
+	if err != nil || len(got.Turns) != 1 || got.Turns[0].Status != events.StateCanceled || got.Turns[0].Answer != "" {
+		t.Fatalf("session after a cancel: %+v (%v)", got.Turns, err)
+	}
+}
