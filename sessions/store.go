@@ -41,7 +41,11 @@ type Config struct {
 	// that fails is replaced by Extractive for that summary, and the
 	// failure is logged.
 	Summarizer Summarizer
-	Logger     *slog.Logger
+	// SummaryTimeout bounds one summary by Summarizer (an LLM): the
+	// append waits for it, within the orchestrator's transition of the
+	// workflow's end. Default 10s; past it the extractive summary stands.
+	SummaryTimeout time.Duration
+	Logger         *slog.Logger
 	// Now stamps sessions; default time.Now.
 	Now func() time.Time
 }
@@ -64,6 +68,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Summarizer == nil {
 		c.Summarizer = Extractive{}
+	}
+	if c.SummaryTimeout == 0 {
+		c.SummaryTimeout = 10 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -329,7 +336,9 @@ func (s *Store) trim(t events.Turn) events.Turn {
 func (s *Store) summarize(ctx context.Context, sess *Session) {
 	from := max(0, sess.SummaryCovers-sess.Dropped)
 	turns := sess.Turns[from:]
-	text, by, err := s.cfg.Summarizer.Summarize(ctx, sess.Summary, turns)
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.SummaryTimeout)
+	text, by, err := s.cfg.Summarizer.Summarize(sctx, sess.Summary, turns)
+	cancel()
 	if err != nil || text == "" {
 		s.log.Warn("summary: falling back to the extractive one", "session", sess.SessionID, "summarizer", by, "err", err)
 		text, by, _ = Extractive{}.Summarize(ctx, sess.Summary, turns)
