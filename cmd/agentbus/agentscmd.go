@@ -54,9 +54,10 @@ func newAgents() *cobra.Command {
 			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 			defer tw.Flush()
 			if query != "" {
-				fmt.Fprintf(tw, "AGENT\tCAPABILITIES\tSCORE\tINSTANCES\tHEALTHY\t(embedder %s)\n", out.Embedder)
+				fmt.Fprintf(tw, "AGENT\tCAPABILITIES\tSCORE\tRANK\tINSTANCES\tHEALTHY\tLOAD\t(embedder %s)\n", out.Embedder)
 				for _, m := range out.Matches {
-					fmt.Fprintf(tw, "%s\t%s\t%.3f\t%d\t%d\t\n", m.Name, strings.Join(m.Capabilities, ","), m.Score, m.Instances, m.Healthy)
+					fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%d\t%d\t%.2f\t\n", m.Name, strings.Join(m.Capabilities, ","), m.Score, m.Rank,
+						m.Instances, m.Healthy, m.Load)
 				}
 				return nil
 			}
