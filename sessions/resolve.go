@@ -324,18 +324,63 @@ func pronoun(q string) string {
 			best, at = p, i
 		}
 	}
+	ws := strings.Fields(padded)
+	for i, w := range ws {
+		if (w == "this" || w == "that") && demonstrative(ws, i) {
+			// The space before ws[i] in padded, comparable with at.
+			space := 0
+			if i > 0 {
+				space = 1 + len(strings.Join(ws[:i], " "))
+			}
+			if best == "" || space < at {
+				best = w
+			}
+			break
+		}
+	}
 	return best
+}
+
+// verbs follow "this" or "that" used as a pronoun ("does this block?",
+// "how does that compare?").
+var verbs = wordSet(`is does do did was work works mean means return returns handle handles block blocks compare
+	compares differ differs behave behaves need needs require requires cost costs allocate allocates panic panics
+	have has support supports scale scales`)
+
+// demonstrative reports whether ws[i] ("this" or "that", lowercased
+// words) stands for something said before, not for a noun after it: the
+// query's last word ("explain this"), before a verb ("does this block"),
+// or after "is" or "was" ("is this thread safe"; "does this package …"
+// is a determiner).
+func demonstrative(ws []string, i int) bool {
+	switch {
+	case i == len(ws)-1:
+		return true
+	case verbs[strings.Trim(ws[i+1], ",;:?!.")]:
+		return true
+	case i > 0 && (ws[i-1] == "is" || ws[i-1] == "was"):
+		return true
+	}
+	return false
 }
 
 // replacePronouns puts with in place of every pronoun of s, whatever its
 // case; a possessive "'s" after a pronoun goes too.
 func replacePronouns(s, with string) string {
 	words := strings.Fields(s)
+	lower := make([]string, len(words))
+	for i, w := range words {
+		lower[i] = strings.ToLower(strings.TrimRight(w, ",;:?!"))
+	}
 	var out []string
 	for i := 0; i < len(words); i++ {
 		w := words[i]
-		core := strings.ToLower(strings.TrimRight(w, ",;:?!"))
+		core := lower[i]
 		tail := w[len(strings.TrimRight(w, ",;:?!")):]
+		if (core == "this" || core == "that") && demonstrative(lower, i) {
+			out = append(out, with+tail)
+			continue
+		}
 		matched := false
 		for _, p := range append(slices.Clone(singular), plural...) {
 			pw := strings.Fields(p)
