@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/agentbus/agentbus/agents"
@@ -89,6 +90,11 @@ func (c Config) Validate() error {
 	}
 	if c.SideHits < 1 {
 		errs = append(errs, fmt.Errorf("search: SideHits %d: want at least 1", c.SideHits))
+	}
+	for p, w := range c.Weights {
+		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+			errs = append(errs, fmt.Errorf("search: weight %v of profile %q: want a finite weight ≥ 0", w, p))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -147,3 +147,10 @@ func TestSearchRerankFallback(t *testing.T) {
 		t.Fatalf("NoRerank: rerank %+v, %v", out.Rerank, err)
 	}
 }
+
+func TestConfigWeights(t *testing.T) {
+	_, err := search.New(search.Config{Backend: newMem(), Weights: retrieval.ProfileWeights{"vector": -1}})
+	if err == nil || !strings.Contains(err.Error(), `profile "vector"`) {
+		t.Fatalf("a negative weight: %v", err)
+	}
+}
