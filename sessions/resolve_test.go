@@ -2,6 +2,9 @@ package sessions_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -133,5 +136,45 @@ func TestExtractiveSummary(t *testing.T) {
 	again, _, _ := sessions.Extractive{MaxLines: 3}.Summarize(ctx, got, []events.Turn{{N: 4, Query: "how do I use context.WithTimeout", Status: events.StateCompleted}})
 	if lines := strings.Split(again, "\n"); len(lines) != 3 || !strings.HasPrefix(lines[0], "2. ") || lines[2] != "4. how do I use context.WithTimeout" {
 		t.Fatalf("rolled summary:\n%s", again)
+	}
+}
+
+// TestResolveLabelled measures Resolve on testdata/followups.jsonl:
+// follow-ups people type after a first question (and standalone queries
+// that must stay as typed), each with the query wanted.
+func TestResolveLabelled(t *testing.T) {
+	data, err := os.ReadFile("testdata/followups.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, right := 0, 0
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var c struct {
+			History []string `json:"history"`
+			Answers []string `json:"answers"`
+			Query   string   `json:"query"`
+			Want    string   `json:"want"`
+		}
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		var h []events.Turn
+		for i, q := range c.History {
+			tn := events.Turn{N: i + 1, WorkflowID: fmt.Sprintf("w%d", i), Query: q}
+			if i < len(c.Answers) {
+				tn.Answer = c.Answers[i]
+			}
+			h = append(h, tn)
+		}
+		total++
+		if got := sessions.Resolve(c.Query, h).Query; got == c.Want {
+			right++
+		} else {
+			t.Logf("after %q: %q → %q, want %q", c.History, c.Query, got, c.Want)
+		}
+	}
+	t.Logf("resolved as wanted: %d of %d (%.0f%%)", right, total, 100*float64(right)/float64(total))
+	if right*10 < total*9 {
+		t.Fatalf("only %d of %d resolved as wanted", right, total)
 	}
 }
