@@ -201,6 +201,7 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc("POST /v1/workflows/{id}/cancel", g.control(events.ActionCancel))
 	g.mux.HandleFunc("POST /v1/workflows/{id}/resume", g.control(events.ActionResume))
 	g.mux.HandleFunc("POST /v1/workflows/{id}/approve", g.control(events.ActionApprove))
+	g.mux.HandleFunc("GET /v1/sessions", g.sessionList)
 	g.mux.HandleFunc("GET /v1/sessions/{id}", g.session)
 	g.routesWS()
 	g.routesA2A()

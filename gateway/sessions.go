@@ -35,25 +35,9 @@ type SessionResponse struct {
 // only the tenant-wide ones; an admin token (or anyone with auth off)
 // reads a user's with ?user= or X-Agentbus-User.
 func (g *Gateway) session(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := g.tenant(w, r)
+	tenant, user, ok := g.sessionScope(w, r)
 	if !ok {
 		return
-	}
-	user, ok := g.user(w, r)
-	if !ok {
-		return
-	}
-	if q := r.URL.Query().Get("user"); q != "" && q != user {
-		if !g.mayNameUser(r) {
-			writeError(w, http.StatusForbidden, apiError{Code: "forbidden", Message: "only an admin token may read another user's sessions",
-				Problems: []Problem{queryProblem("user", "%s: this token reads its own sessions only", quoted(q))}})
-			return
-		}
-		if err := subjects.ValidUser(q); err != nil {
-			writeBadRequest(w, queryProblem("user", "%s is not a user id: %v", quoted(q), err))
-			return
-		}
-		user = q
 	}
 	id := r.PathValue("id")
 	whose := ""
@@ -84,6 +68,54 @@ func (g *Gateway) session(w http.ResponseWriter, r *http.Request) {
 		SessionID: s.SessionID, TenantID: s.TenantID, User: s.User, TurnCount: s.Count(), Turns: turns,
 		Summary: s.Summary, SummaryCovers: s.SummaryCovers, SummaryBy: s.SummaryBy, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 	})
+}
+
+// SessionsResponse is the answer to GET /v1/sessions: the caller's
+// sessions, newest first (at most 100).
+type SessionsResponse struct {
+	TenantID string           `json:"tenant_id"`
+	User     string           `json:"user,omitempty"`
+	Sessions []sessions.Brief `json:"sessions"`
+}
+
+// sessionList answers GET /v1/sessions for the request's tenant and user
+// (scoped as GET /v1/sessions/{id}).
+func (g *Gateway) sessionList(w http.ResponseWriter, r *http.Request) {
+	tenant, user, ok := g.sessionScope(w, r)
+	if !ok {
+		return
+	}
+	list, err := g.sessions.List(r.Context(), tenant, user)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, SessionsResponse{TenantID: tenant, User: user, Sessions: list})
+}
+
+// sessionScope is the tenant and user whose sessions the request reads:
+// its own, or with ?user= another user's for an admin token (or with auth
+// off); it answers 400/401/403 itself.
+func (g *Gateway) sessionScope(w http.ResponseWriter, r *http.Request) (tenant, user string, ok bool) {
+	if tenant, ok = g.tenant(w, r); !ok {
+		return "", "", false
+	}
+	if user, ok = g.user(w, r); !ok {
+		return "", "", false
+	}
+	if q := r.URL.Query().Get("user"); q != "" && q != user {
+		if !g.mayNameUser(r) {
+			writeError(w, http.StatusForbidden, apiError{Code: "forbidden", Message: "only an admin token may read another user's sessions",
+				Problems: []Problem{queryProblem("user", "%s: this token reads its own sessions only", quoted(q))}})
+			return "", "", false
+		}
+		if err := subjects.ValidUser(q); err != nil {
+			writeBadRequest(w, queryProblem("user", "%s is not a user id: %v", quoted(q), err))
+			return "", "", false
+		}
+		user = q
+	}
+	return tenant, user, true
 }
 
 // mayNameUser reports whether the request may act for a user it names:

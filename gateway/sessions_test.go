@@ -86,6 +86,17 @@ func TestSessionsAPI(t *testing.T) {
 	if r = s.mustDo(t, http.MethodGet, "/v1/sessions/chat-1", nil, admin...); r.Status != http.StatusNotFound {
 		t.Fatalf("admin without a user reads a user's session: %d %s", r.Status, r.Body)
 	}
+	// The list: ada's has chat-1, bob's is empty.
+	var list gateway.SessionsResponse
+	r = s.mustDo(t, http.MethodGet, "/v1/sessions", nil, ada...)
+	if err := json.Unmarshal(r.Body, &list); err != nil || r.Status != http.StatusOK || len(list.Sessions) != 1 ||
+		list.Sessions[0].SessionID != "chat-1" || list.Sessions[0].TurnCount != 1 || list.Sessions[0].LastQuery != "hello there" {
+		t.Fatalf("ada's sessions: %d %s", r.Status, r.Body)
+	}
+	r = s.mustDo(t, http.MethodGet, "/v1/sessions", nil, bob...)
+	if err := json.Unmarshal(r.Body, &list); err != nil || r.Status != http.StatusOK || len(list.Sessions) != 0 || list.User != "bob" {
+		t.Fatalf("bob's sessions: %d %s", r.Status, r.Body)
+	}
 }
 
 // An A2A contextId that is a token is the session: its tasks are turns.

@@ -1,12 +1,15 @@
 package sessions
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -211,6 +214,52 @@ func (s *Store) Load(ctx context.Context, tenant, user, id string) (Session, err
 		return Session{}, fmt.Errorf("sessions: session %s is corrupt: %w", id, err)
 	}
 	return out, nil
+}
+
+// Brief is one line of a list of sessions.
+type Brief struct {
+	SessionID string    `json:"session_id"`
+	TurnCount int       `json:"turn_count"`
+	LastQuery string    `json:"last_query,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// MaxList bounds List.
+const MaxList = 100
+
+// List returns a tenant's (or, if user is set, that user's) sessions,
+// newest first, at most MaxList of them. It reads every session of the
+// scope: meant for people, not for a hot path.
+func (s *Store) List(ctx context.Context, tenant, user string) ([]Brief, error) {
+	key, err := subjects.SessionKey(tenant, user, "x")
+	if err != nil {
+		return nil, err
+	}
+	kv, err := s.kv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prefix := strings.TrimSuffix(key, "x")
+	entries, err := kv.ListMatching(ctx, prefix+"*")
+	if err != nil {
+		return nil, fmt.Errorf("sessions: list: %w", err)
+	}
+	out := make([]Brief, 0, len(entries))
+	for _, e := range entries {
+		var sess Session
+		if !strings.HasPrefix(e.Key, prefix) || json.Unmarshal(e.Value, &sess) != nil {
+			continue
+		}
+		b := Brief{SessionID: strings.TrimPrefix(e.Key, prefix), TurnCount: sess.Count(), UpdatedAt: sess.UpdatedAt}
+		if n := len(sess.Turns); n > 0 {
+			b.LastQuery = sess.Turns[n-1].Query
+		}
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(a, b Brief) int {
+		return cmp.Or(b.UpdatedAt.Compare(a.UpdatedAt), strings.Compare(a.SessionID, b.SessionID))
+	})
+	return out[:min(len(out), MaxList)], nil
 }
 
 // maxConflicts bounds the compare-and-set retries of one Append.

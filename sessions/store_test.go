@@ -179,6 +179,22 @@ func TestSessionsAreScoped(t *testing.T) {
 	if _, err := s.Load(ctx, "acme", "ada", "s1"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.Append(ctx, "acme", "ada", "s2", turn("wf-2", "newer", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "acme", "", "team", turn("wf-3", "q", "a")); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.List(ctx, "acme", "ada")
+	if err != nil || len(list) != 2 || list[0].SessionID != "s2" || list[0].LastQuery != "newer" || list[1].SessionID != "s1" || list[1].TurnCount != 1 {
+		t.Fatalf("ada's list: %+v (%v)", list, err)
+	}
+	if list, _ = s.List(ctx, "acme", ""); len(list) != 1 || list[0].SessionID != "team" {
+		t.Fatalf("the tenant's list: %+v", list)
+	}
+	if list, _ = s.List(ctx, "acme", "bob"); len(list) != 0 {
+		t.Fatalf("bob's list: %+v", list)
+	}
 	if _, err := s.Load(ctx, "acme", "", "Bad.Id"); !errors.Is(err, subjects.ErrInvalidToken) {
 		t.Fatalf("bad id: %v", err)
 	}
