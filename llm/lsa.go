@@ -2,9 +2,11 @@ package llm
 
 import (
 	"context"
+	"encoding/gob"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -57,6 +59,8 @@ type LSA struct {
 	vocab map[string]int
 	idf   []float32
 	proj  []float32 // len(vocab) × dim, row-major
+	// trainedOn is how many texts the model was trained on.
+	trainedOn int
 }
 
 var _ Embedder = (*LSA)(nil)
@@ -147,7 +151,7 @@ func TrainLSA(ctx context.Context, texts []string, cfg LSAConfig) (*LSA, error) 
 	if len(words) < cfg.Dim || len(texts) < cfg.Dim {
 		return nil, fmt.Errorf("%w: %d texts with %d shared words are too few for %d dimensions", ErrLSA, len(texts), len(words), cfg.Dim)
 	}
-	m := &LSA{dim: cfg.Dim, vocab: make(map[string]int, len(words)), idf: make([]float32, len(words))}
+	m := &LSA{dim: cfg.Dim, vocab: make(map[string]int, len(words)), idf: make([]float32, len(words)), trainedOn: len(texts)}
 	for j, w := range words {
 		m.vocab[w] = j
 		m.idf[j] = float32(math.Log(float64(len(texts)) / float64(df[w])))
@@ -387,4 +391,57 @@ func normalize(v []float32) {
 			v[i] *= inv
 		}
 	}
+}
+
+// lsaFile is the serialised form of an LSA model.
+type lsaFile struct {
+	Name      string
+	Dim       int
+	Words     []string
+	IDF, Proj []float32
+	TrainedOn int
+}
+
+// TrainedOn is how many texts the model was trained on.
+func (m *LSA) TrainedOn() int { return m.trainedOn }
+
+// Dim is the model's dimension.
+func (m *LSA) Dim() int { return m.dim }
+
+// WriteTo writes the model (gob) to w.
+func (m *LSA) WriteTo(w io.Writer) (int64, error) {
+	f := lsaFile{Name: m.name, Dim: m.dim, Words: make([]string, len(m.vocab)), IDF: m.idf, Proj: m.proj, TrainedOn: m.trainedOn}
+	for word, j := range m.vocab {
+		f.Words[j] = word
+	}
+	cw := &countWriter{w: w}
+	err := gob.NewEncoder(cw).Encode(f)
+	return cw.n, err
+}
+
+// ReadLSA reads a model written by WriteTo.
+func ReadLSA(r io.Reader) (*LSA, error) {
+	var f lsaFile
+	if err := gob.NewDecoder(r).Decode(&f); err != nil {
+		return nil, fmt.Errorf("%w: read model: %v", ErrLSA, err)
+	}
+	if f.Dim < 1 || len(f.IDF) != len(f.Words) || len(f.Proj) != len(f.Words)*f.Dim {
+		return nil, fmt.Errorf("%w: read model: inconsistent sizes", ErrLSA)
+	}
+	m := &LSA{name: f.Name, dim: f.Dim, vocab: make(map[string]int, len(f.Words)), idf: f.IDF, proj: f.Proj, trainedOn: f.TrainedOn}
+	for j, w := range f.Words {
+		m.vocab[w] = j
+	}
+	return m, nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -1,6 +1,7 @@
 package llm_test
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"strings"
@@ -54,5 +55,28 @@ func TestTrainLSA(t *testing.T) {
 	}
 	if _, err := llm.TrainLSA(ctx, lsaCorpus()[:3], llm.LSAConfig{Dim: 8}); !errors.Is(err, llm.ErrLSA) {
 		t.Fatalf("too small a corpus: %v, want ErrLSA", err)
+	}
+}
+
+func TestLSARoundTrip(t *testing.T) {
+	m, err := llm.TrainLSA(t.Context(), lsaCorpus(), llm.LSAConfig{Dim: 2, MaxDFRatio: 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := m.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := llm.ReadLSA(&buf)
+	if err != nil || back.Name() != m.Name() || back.Dim() != 2 || back.TrainedOn() != len(lsaCorpus()) {
+		t.Fatalf("read back %v, %v", back, err)
+	}
+	a, _ := m.Embed(t.Context(), []string{"mutex lock"})
+	b, _ := back.Embed(t.Context(), []string{"mutex lock"})
+	if llm.Cosine(a[0], b[0]) < 0.9999 {
+		t.Fatal("the model read back embeds differently")
+	}
+	if _, err := llm.ReadLSA(strings.NewReader("junk")); !errors.Is(err, llm.ErrLSA) {
+		t.Fatalf("junk: %v", err)
 	}
 }

@@ -91,7 +91,7 @@ func TestEvalShippedLabels(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); code != exitCompleted || err != nil || rep.Queries != 76 || rep.Understood {
 		t.Fatalf("eval --set realistic --raw: exit %d, %v, %d queries, understood %v\n%s%s", code, err, rep.Queries, rep.Understood, out, errs)
 	}
-	for _, bad := range [][]string{{"--set", "nope"}, {"--rerank", "llm"}, {"--rerank", "magic"},
+	for _, bad := range [][]string{{"--set", "nope"}, {"--rerank", "llm"}, {"--rerank", "magic"}, {"--vector-model", "magic"},
 		{"--set", "shipped", "--queries", "q", "--qrels", "r"}} {
 		if code, _, errs := searchCLI(t, append(append([]string{"eval"}, bad...), backend...)...); code != exitUsage {
 			t.Errorf("eval %v: exit %d, stderr %q: want %d", bad, code, errs, exitUsage)

@@ -25,6 +25,8 @@ import (
 // tenant whose embedder changed when it opens it.
 type backendFlags struct {
 	backend, vespaURL, embedURL, embedModel string
+	// vectors is the embedded backend's offline vector model: hash or lsa.
+	vectors string
 }
 
 func (f *backendFlags) register(cmd *cobra.Command) {
@@ -33,6 +35,8 @@ func (f *backendFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.vespaURL, "vespa-url", "", "Vespa container URL, e.g. http://localhost:8080 (with --search-backend vespa)")
 	fl.StringVar(&f.embedURL, "embed-url", "", "OpenAI-compatible API base URL for embeddings (key from "+llm.APIKeyEnv+"); unset: the deterministic local embedder")
 	fl.StringVar(&f.embedModel, "embed-model", "text-embedding-3-small", "embeddings model (with --embed-url)")
+	fl.StringVar(&f.vectors, "vector-model", "hash", "offline vectors of the embedded backend without --embed-url: hash (local-hash-256, word and character hashing) "+
+		"or lsa (local-lsa-128: latent semantic analysis learned from each tenant's own chunks at index time; every command reading the index must say so too)")
 }
 
 // embedder is the embedder the flags name.
@@ -51,6 +55,12 @@ func (f *backendFlags) embedder() (llm.Embedder, error) {
 func (f *backendFlags) check() error {
 	if _, err := f.embedder(); err != nil {
 		return err
+	}
+	switch {
+	case f.vectors != "" && f.vectors != "hash" && f.vectors != "lsa":
+		return &exitError{code: exitUsage, msg: fmt.Sprintf("--vector-model %q: want hash or lsa", f.vectors)}
+	case f.vectors == "lsa" && (f.embedURL != "" || f.backend != "embedded"):
+		return &exitError{code: exitUsage, msg: "--vector-model lsa is the embedded backend's offline model: not with --embed-url or --search-backend vespa"}
 	}
 	switch f.backend {
 	case "embedded":
@@ -79,7 +89,11 @@ func (f *backendFlags) open(dir string) (retrieval.Backend, error) {
 	}
 	switch f.backend {
 	case "embedded":
-		b, err := embedded.Open(embedded.Config{Dir: dir, Embedder: emb})
+		cfg := embedded.Config{Dir: dir, Embedder: emb}
+		if f.vectors == "lsa" {
+			cfg.LSA = &llm.LSAConfig{}
+		}
+		b, err := embedded.Open(cfg)
 		if err != nil {
 			return nil, &exitError{code: exitUsage, msg: err.Error()}
 		}

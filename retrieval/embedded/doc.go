@@ -16,8 +16,14 @@
 // llm.Embedder (the deterministic llm.LocalEmbedder by default) and
 // replaces any chunk with the same ID in both profiles; they leave as
 // retrieval.Hit values from Search. If the embedder changes between runs,
-// a tenant's chunks are re-embedded when it is opened. Tenants are opened
-// lazily and kept open until Close.
+// a tenant's chunks are re-embedded when it is opened. With Config.LSA,
+// each tenant instead learns its own embedder from its chunks (latent
+// semantic analysis, llm.TrainLSA), kept beside them as lsa.model and
+// retrained, with every vector re-embedded, each time the tenant has
+// grown by half. BM25 queries carry each qualified identifier's parts
+// ("sync.RWMutex" also as "sync" and "RWMutex"), since the analyzer keeps
+// the whole identifier as one term. Tenants are opened lazily and kept
+// open until Close.
 //
 // Index is also a retrieval.DocumentStore. Replace (and ReplaceBatch,
 // several documents in one go) removes a document's chunks that the new

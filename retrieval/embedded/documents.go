@@ -46,7 +46,10 @@ func (ix *Index) ReplaceBatch(ctx context.Context, tenantID string, docs []retri
 	if err != nil || t == nil {
 		return err // nil: nothing to write into a tenant that does not exist
 	}
-	return t.replace(ids, recs)
+	if err := t.replace(ids, recs); err != nil {
+		return err
+	}
+	return t.maybeTrain(ctx)
 }
 
 // Delete removes every chunk of the document.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,7 +30,16 @@ type Config struct {
 	// Dir holds one sub-directory per tenant, e.g. <data>/index.
 	Dir string
 	// Embedder embeds chunks and queries; default llm.LocalEmbedder{}.
+	// Ignored when LSA is set.
 	Embedder llm.Embedder
+	// LSA, when set, makes every tenant learn its own embedder from its
+	// chunks (llm.TrainLSA) instead of using Embedder: trained once the
+	// tenant has 4×Dim chunks and again each time it has grown by half
+	// since (so a growing tenant pays about three trainings on its final
+	// size), every vector re-embedded with the new model. Until
+	// the first training, vectors come from the hashing embedder at the
+	// model's dimension. Chunks' own vectors are ignored.
+	LSA *llm.LSAConfig
 	// EfSearch is the HNSW candidate list size, and the fewest neighbours
 	// a graph walk asks for; default 100.
 	EfSearch int
@@ -49,6 +59,16 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
+	if c.LSA != nil {
+		lsa := *c.LSA
+		if lsa.Dim == 0 {
+			lsa.Dim = 128
+		}
+		c.LSA = &lsa
+		// Until a tenant's first training, and for Embedder(): the
+		// hashing embedder at the model's dimension.
+		c.Embedder = llm.LocalEmbedder{Dim: lsa.Dim}
+	}
 	if c.Embedder == nil {
 		c.Embedder = llm.LocalEmbedder{}
 	}
@@ -116,6 +136,9 @@ func Open(cfg Config) (*Index, error) {
 // Name says what answers and how it embeds, e.g.
 // "embedded (bleve bm25 + hnsw vector, local-hash-256)".
 func (ix *Index) Name() string {
+	if ix.cfg.LSA != nil {
+		return "embedded (bleve bm25 + hnsw vector, local-lsa-" + strconv.Itoa(ix.cfg.LSA.Dim) + " trained per tenant)"
+	}
 	return "embedded (bleve bm25 + hnsw vector, " + ix.cfg.Embedder.Name() + ")"
 }
 
@@ -153,7 +176,10 @@ func (ix *Index) Index(ctx context.Context, tenantID string, chunks []retrieval.
 	if err != nil {
 		return err
 	}
-	return t.put(recs)
+	if err := t.put(recs); err != nil {
+		return err
+	}
+	return t.maybeTrain(ctx)
 }
 
 // Search runs one profile over the tenant's index, best hit first. A
@@ -172,12 +198,13 @@ func (ix *Index) Search(ctx context.Context, tenantID, profile string, q retriev
 	if profile == retrieval.ProfileBM25 {
 		return t.searchBM25(q)
 	}
-	vecs, err := ix.cfg.Embedder.Embed(ctx, []string{q.Text})
+	emb := t.embedder()
+	vecs, err := emb.Embed(ctx, []string{q.Text})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: embed query: %w", err)
 	}
 	if len(vecs) != 1 {
-		return nil, fmt.Errorf("embedded: embedder %s returned %d vectors for one query", ix.cfg.Embedder.Name(), len(vecs))
+		return nil, fmt.Errorf("embedded: embedder %s returned %d vectors for one query", emb.Name(), len(vecs))
 	}
 	return t.searchVector(vecs[0], q)
 }
@@ -242,6 +269,9 @@ func (ix *Index) records(ctx context.Context, chunks []retrieval.Chunk) ([]recor
 	var texts []string
 	var at []int
 	for i, c := range chunks {
+		if ix.cfg.LSA != nil {
+			continue // the tenant's own model embeds them as they are written
+		}
 		if len(c.Vector) == 0 {
 			texts = append(texts, embedText(c.Title, c.Text))
 			at = append(at, i)
@@ -264,6 +294,11 @@ func (ix *Index) records(ctx context.Context, chunks []retrieval.Chunk) ([]recor
 	}
 	for j, i := range at {
 		recs[i].Vector = vecs[j]
+	}
+	if ix.cfg.LSA != nil {
+		for i := range recs {
+			recs[i].Vector = nil
+		}
 	}
 	return recs, nil
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/coder/hnsw"
+
+	"github.com/agentbus/agentbus/llm"
 )
 
 // tenant is one tenant's open index. mu guards everything below it: Index
@@ -31,6 +33,11 @@ type tenant struct {
 	dead        int    // graph nodes no record points at any more
 	graphOnDisk bool   // vectors.hnsw matches the graph; removed before any change
 	logged      int    // records appended to chunks.log since the store was written
+	// emb embeds this tenant's chunks and queries: cfg.Embedder, or with
+	// cfg.LSA the tenant's own model once trained (see lsa.go).
+	emb llm.Embedder
+	// failedOn is the chunk count at which the last training failed.
+	failedOn int
 }
 
 func openTenant(ctx context.Context, dir string, cfg Config) (*tenant, error) {
@@ -42,7 +49,14 @@ func openTenant(ctx context.Context, dir string, cfg Config) (*tenant, error) {
 		return nil, err
 	}
 	t := &tenant{dir: dir, cfg: cfg, recs: make(map[string]record, len(s.Records)), nextGen: s.NextGen,
-		docs: map[string]map[string]struct{}{}}
+		docs: map[string]map[string]struct{}{}, emb: cfg.Embedder}
+	if cfg.LSA != nil {
+		if m, err := loadModel(dir); err == nil {
+			t.emb = m
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
 	for _, r := range s.Records {
 		t.recs[r.ID] = r
 		t.link(r)
@@ -51,7 +65,9 @@ func openTenant(ctx context.Context, dir string, cfg Config) (*tenant, error) {
 		return nil, err
 	}
 	var err2 error
-	if s.Embedder != "" && s.Embedder != cfg.Embedder.Name() && len(t.recs) > 0 {
+	if cfg.LSA != nil && s.Embedder != t.emb.Name() && len(t.recs) >= minTrain(*cfg.LSA) {
+		err2 = t.train(ctx) // a model that does not match the vectors, or none
+	} else if s.Embedder != "" && s.Embedder != t.emb.Name() && len(t.recs) > 0 {
 		err2 = t.reembed(ctx)
 	} else if t.loadGraph() || logged > 0 {
 		// The rebuilt graph gave some records new keys, or the log's
@@ -80,12 +96,12 @@ func (t *tenant) reembed(ctx context.Context) error {
 		ids = append(ids, id)
 		texts = append(texts, embedText(r.Title, r.Text))
 	}
-	vecs, err := t.cfg.Embedder.Embed(ctx, texts)
+	vecs, err := t.emb.Embed(ctx, texts)
 	if err != nil {
-		return fmt.Errorf("re-embed %d chunks with %s: %w", len(texts), t.cfg.Embedder.Name(), err)
+		return fmt.Errorf("re-embed %d chunks with %s: %w", len(texts), t.emb.Name(), err)
 	}
 	if len(vecs) != len(texts) {
-		return fmt.Errorf("re-embed: embedder %s returned %d vectors for %d chunks", t.cfg.Embedder.Name(), len(vecs), len(texts))
+		return fmt.Errorf("re-embed: embedder %s returned %d vectors for %d chunks", t.emb.Name(), len(vecs), len(texts))
 	}
 	for i, id := range ids {
 		r := t.recs[id]
@@ -118,6 +134,11 @@ func (t *tenant) writeFunc(plan func() (recs []record, deleted []string)) error 
 	recs, deleted := plan()
 	if len(recs) == 0 && len(deleted) == 0 {
 		return nil
+	}
+	if t.cfg.LSA != nil {
+		if err := t.embedRecords(recs); err != nil {
+			return err
+		}
 	}
 	dim := t.dim
 	for _, r := range recs {
@@ -175,7 +196,7 @@ func (t *tenant) writeFunc(plan func() (recs []record, deleted []string)) error 
 	case t.logged+len(recs)+len(deleted) > len(t.recs):
 		err = t.save() // the log would hold more than the store: fold it in
 	default:
-		if err = appendLog(t.dir, logEntry{Embedder: t.cfg.Embedder.Name(), NextGen: t.nextGen, Deleted: deleted, Records: recs}); err == nil {
+		if err = appendLog(t.dir, logEntry{Embedder: t.emb.Name(), NextGen: t.nextGen, Deleted: deleted, Records: recs}); err == nil {
 			t.logged += len(recs) + len(deleted)
 		}
 	}
@@ -206,7 +227,7 @@ func (t *tenant) unlink(r record) {
 
 // save writes every record to the store and empties the log.
 func (t *tenant) save() error {
-	s := storeFile{Version: storeFormat, Embedder: t.cfg.Embedder.Name(), NextGen: t.nextGen, Records: make([]record, 0, len(t.recs))}
+	s := storeFile{Version: storeFormat, Embedder: t.emb.Name(), NextGen: t.nextGen, Records: make([]record, 0, len(t.recs))}
 	for _, r := range t.recs {
 		s.Records = append(s.Records, r)
 	}
