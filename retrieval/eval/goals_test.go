@@ -16,7 +16,7 @@ func shippedIndex(t *testing.T, e ...embedded.Config) *embedded.Index {
 	t.Helper()
 	cfg := embedded.Config{Dir: t.TempDir()}
 	if len(e) > 0 {
-		cfg.Embedder = e[0].Embedder
+		cfg.Embedder, cfg.LSA = e[0].Embedder, e[0].LSA
 	}
 	ix, err := embedded.Open(cfg)
 	if err != nil {
