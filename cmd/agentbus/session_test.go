@@ -48,6 +48,9 @@ func TestAskContinuesASession(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "2 turns") || !strings.Contains(out, "resolved: sync.RWMutex read lock") {
 		t.Fatalf("agentbus session: exit %d: %s\n%s", code, stderr, out)
 	}
+	if code, out, stderr = cli(t, "session", "--url", s.info.HTTPURL); code != 0 || !strings.Contains(out, id+"  2 turns") {
+		t.Fatalf("agentbus session (list): exit %d: %s\n%s", code, stderr, out)
+	}
 	if code, _, stderr = cli(t, "session", "--url", s.info.HTTPURL, "never-started"); code != exitUsage || !strings.Contains(stderr, `no session "never-started"`) {
 		t.Fatalf("agentbus session of an unknown id: exit %d: %s", code, stderr)
 	}

@@ -21,19 +21,23 @@ func newSession() *cobra.Command {
 	var f clientFlags
 	var user string
 	cmd := &cobra.Command{
-		Use:   "session [flags] SESSION_ID",
-		Short: "Print a conversation session's turns and rolling summary (continue it with ask --session)",
-		Long: "Print a conversation session's turns (what was asked, how a follow-up was resolved, the answer's\n" +
+		Use:   "session [flags] [SESSION_ID]",
+		Short: "List your conversation sessions, or print one's turns and rolling summary (continue it with ask --session)",
+		Long: "Without an id, list the conversation sessions (newest first) with their turn counts and last\n" +
+			"queries. With one, print its turns (what was asked, how a follow-up was resolved, the answer's\n" +
 			"first sentence and its sources) and its rolling summary. A token with a user reads that user's\n" +
 			"sessions; --user names one with an admin token (or with auth off).\n" +
 			"Exit status: 0 found, 3 usage or connection error or an unknown session.",
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id := args[0]
-			if err := subjects.ValidSession(id); err != nil {
-				return &exitError{code: exitUsage, msg: fmt.Sprintf("session id %q: want a token matching %s", id, subjects.TokenPattern)}
+			path := "/v1/sessions"
+			if len(args) == 1 {
+				id := args[0]
+				if err := subjects.ValidSession(id); err != nil {
+					return &exitError{code: exitUsage, msg: fmt.Sprintf("session id %q: want a token matching %s", id, subjects.TokenPattern)}
+				}
+				path += "/" + url.PathEscape(id)
 			}
-			path := "/v1/sessions/" + url.PathEscape(id)
 			if user != "" {
 				path += "?user=" + url.QueryEscape(user)
 			}
@@ -55,6 +59,14 @@ func newSession() *cobra.Command {
 				_, err := fmt.Fprintln(out, strings.TrimSpace(string(body)))
 				return err
 			}
+			if len(args) == 0 {
+				var l gateway.SessionsResponse
+				if err := json.Unmarshal(body, &l); err != nil {
+					return &exitError{code: exitUsage, msg: "reading the answer: " + err.Error()}
+				}
+				printSessions(out, l)
+				return nil
+			}
 			var s gateway.SessionResponse
 			if err := json.Unmarshal(body, &s); err != nil {
 				return &exitError{code: exitUsage, msg: "reading the answer: " + err.Error()}
@@ -66,6 +78,17 @@ func newSession() *cobra.Command {
 	f.register(cmd)
 	cmd.Flags().StringVar(&user, "user", "", "the user whose session to read (admin token, or auth off)")
 	return cmd
+}
+
+// printSessions writes a list of sessions for people.
+func printSessions(w io.Writer, l gateway.SessionsResponse) {
+	if len(l.Sessions) == 0 {
+		fmt.Fprintln(w, "no sessions (start one with: agentbus ask --new-session QUERY)")
+		return
+	}
+	for _, s := range l.Sessions {
+		fmt.Fprintf(w, "%s  %d turns  %s  last: %s\n", s.SessionID, s.TurnCount, s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.LastQuery)
+	}
 }
 
 // printSession writes a session for people.
