@@ -326,7 +326,7 @@ func pronoun(q string) string {
 	}
 	ws := strings.Fields(padded)
 	for i, w := range ws {
-		if (w == "this" || w == "that") && demonstrative(ws, i) {
+		if (w == "this" || w == "that") && demonstrative(ws, i) || w == "one" && oneFor(ws, i) {
 			// The space before ws[i] in padded, comparable with at.
 			space := 0
 			if i > 0 {
@@ -377,7 +377,7 @@ func replacePronouns(s, with string) string {
 		w := words[i]
 		core := lower[i]
 		tail := w[len(strings.TrimRight(w, ",;:?!")):]
-		if (core == "this" || core == "that") && demonstrative(lower, i) {
+		if (core == "this" || core == "that") && demonstrative(lower, i) || core == "one" && oneFor(lower, i) {
 			out = append(out, with+tail)
 			continue
 		}
@@ -404,6 +404,16 @@ func replacePronouns(s, with string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// takesOne are verbs after which a closing "one" stands for a thing
+// named before ("when should I not use one?").
+var takesOne = wordSet(`use need want create make pick choose copy reuse embed pass return allocate close`)
+
+// oneFor reports whether ws[i] ("one") is the query's last word after a
+// verb of takesOne.
+func oneFor(ws []string, i int) bool {
+	return i == len(ws)-1 && i > 0 && takesOne[ws[i-1]]
 }
 
 // dropArticle removes an opening "the", "a" or "an".
