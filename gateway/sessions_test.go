@@ -116,3 +116,28 @@ func TestA2AContextIsTheSession(t *testing.T) {
 		t.Fatalf("session of the context: %d %s", r.Status, r.Body)
 	}
 }
+
+// The legacy POST /tasks/send's sessionId is the session when it is a
+// token; one that is not stays a label, as before, and starts none.
+func TestTasksSendSessionID(t *testing.T) {
+	s := startStack(t)
+	for i, q := range []string{"how does sync.RWMutex work", "and what about its read lock?"} {
+		body := `{"id":"legacy-s-` + string(rune('a'+i)) + `","sessionId":"legacy-chat","message":{"role":"user","parts":[{"type":"text","text":"` + q + `"}]}}`
+		if r := s.mustDo(t, http.MethodPost, "/tasks/send", []byte(body)); r.Status != http.StatusOK {
+			t.Fatalf("tasks/send %q: %d %s", q, r.Status, r.Body)
+		}
+	}
+	var got gateway.SessionResponse
+	r := s.mustDo(t, http.MethodGet, "/v1/sessions/legacy-chat", nil)
+	if err := json.Unmarshal(r.Body, &got); err != nil || r.Status != http.StatusOK || got.TurnCount != 2 || got.Turns[1].ResolvedQuery != "sync.RWMutex read lock" {
+		t.Fatalf("session legacy-chat: %d %s", r.Status, r.Body)
+	}
+	body := `{"id":"legacy-s-z","sessionId":"Not A Token","message":{"role":"user","parts":[{"type":"text","text":"hi"}]}}`
+	r = s.mustDo(t, http.MethodPost, "/tasks/send", []byte(body))
+	var task struct {
+		ContextID string `json:"contextId"`
+	}
+	if err := json.Unmarshal(r.Body, &task); err != nil || r.Status != http.StatusOK || task.ContextID != "Not A Token" {
+		t.Fatalf("tasks/send with a label: %d %s", r.Status, r.Body)
+	}
+}
