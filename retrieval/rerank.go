@@ -204,7 +204,7 @@ func scoreHits(w RerankWeights, terms []string, idents []string, hits []Hit) []f
 	return scores
 }
 
-// identMatch scores one identifier against a hit in [0, 1]: half for the
+// identMatch scores one identifier against a hit in [0, 1.125]: half for the
 // package ("sync" of "sync.RWMutex" is the document's package or ends its
 // path), half for the symbol ("RWMutex" in the chunk's headings, or a
 // quarter when only in its text). An identifier without a package
@@ -228,12 +228,31 @@ func identMatch(id string, c hitText, h Hit) float64 {
 	}
 	sym := syms[0]
 	switch {
+	case definedBy(h.Title, syms):
+		// the symbol's own section ("… › type RWMutex"), not one of its
+		// methods': where a question about it is answered first
+		s += symWeight * 1.25
 	case headingHas(h.Title, sym):
 		s += symWeight
 	case wordIn(h.Text, sym):
 		s += symWeight / 2
 	}
 	return s
+}
+
+// definedBy reports whether the chunk's last heading is the section
+// that defines the identifier's symbols: "type RWMutex" for sync.RWMutex,
+// "func (*Client) Do" for http.Client.Do, "func ReadAll" for io.ReadAll.
+func definedBy(title string, syms []string) bool {
+	parts := strings.Split(title, TitleSeparator)
+	last := strings.TrimSpace(parts[len(parts)-1])
+	switch len(syms) {
+	case 1:
+		return last == "type "+syms[0] || last == "func "+syms[0] || strings.HasPrefix(last, "func "+syms[0]+"[")
+	case 2:
+		return strings.HasPrefix(last, "func (") && wordIn(last, syms[0]) && strings.HasSuffix(last, ") "+syms[1])
+	}
+	return false
 }
 
 // headingHas reports whether sym names the chunk's heading ("… › type

@@ -69,7 +69,7 @@ func sentences(hits []hit) []sentence {
 		for _, para := range paragraphs(hit.Text) {
 			for _, s := range splitSentences(para) {
 				ts := terms(s)
-				if n := len(strings.Fields(s)); n < minWords || n > maxWords || len(ts) == 0 || codeLike(s) {
+				if n := len(strings.Fields(s)); n < minWords || n > maxWords || len(ts) == 0 || codeLike(s) || fragment(s) {
 					continue
 				}
 				set := make(map[string]bool, len(ts))
@@ -95,6 +95,27 @@ func codeLike(s string) bool {
 		}
 	}
 	return strings.ContainsAny(t, "{}") || strings.Contains(t, "//") || strings.Contains(t, ":=")
+}
+
+// fragment reports whether s is the tail of a sentence cut short (a
+// split at an abbreviation or a qualified name's dot): it opens with a
+// plain lowercase word. A sentence may open with an identifier
+// ("os.Open opens …", "len(s) is …"), which is no fragment.
+func fragment(s string) bool {
+	first, _, _ := strings.Cut(s, " ")
+	if first == "" {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(first)
+	if !unicode.IsLower(r) {
+		return false
+	}
+	for _, c := range first {
+		if !unicode.IsLower(c) && c != ',' {
+			return false // a name: "iOS", "os.Open", "len(s)"
+		}
+	}
+	return true
 }
 
 // paragraphs splits text at blank lines and list items, dropping headings

@@ -60,3 +60,18 @@ func TestCodeIsNotASentence(t *testing.T) {
 		t.Fatalf("sentences %q, want only the prose one", got)
 	}
 }
+
+func TestFragment(t *testing.T) {
+	for s, want := range map[string]bool{
+		"cannot be upgraded into a RWMutex.Lock, nor can a RWMutex.Lock be downgraded.": true,
+		"and then it stops.":                        true,
+		"A RWMutex is a reader/writer lock.":        false,
+		"os.Open opens the named file for reading.": false,
+		"len(s) is the number of bytes.":            false,
+		"iOS builds need a signed binary.":          false,
+	} {
+		if got := fragment(s); got != want {
+			t.Errorf("fragment(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
