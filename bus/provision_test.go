@@ -203,12 +203,12 @@ func TestStreamsConfigValidate(t *testing.T) {
 		cfg  bus.StreamsConfig
 		want []string // substrings, one per expected problem
 	}{
-		{"valid", bus.StreamsConfig{EventsMaxAge: time.Hour, Duplicates: time.Minute, Replicas: 3, CheckpointHistory: 64}, nil},
-		{"max age too short", bus.StreamsConfig{EventsMaxAge: time.Second, Duplicates: time.Second, Replicas: 1, CheckpointHistory: 1},
+		{"valid", bus.StreamsConfig{EventsMaxAge: time.Hour, Duplicates: time.Minute, Replicas: 3, CheckpointHistory: 64, SessionTTL: time.Hour}, nil},
+		{"max age too short", bus.StreamsConfig{EventsMaxAge: time.Second, Duplicates: time.Second, Replicas: 1, CheckpointHistory: 1, SessionTTL: time.Hour},
 			[]string{"events max age 1s"}},
-		{"everything wrong", bus.StreamsConfig{EventsMaxAge: 30 * time.Second, Duplicates: -time.Second, Replicas: 7, CheckpointHistory: 65},
-			[]string{"events max age 30s", "duplicates window -1s", "replicas 7", "checkpoint history 65"}},
-		{"duplicates beyond max age", bus.StreamsConfig{EventsMaxAge: time.Hour, Duplicates: 2 * time.Hour, Replicas: 1, CheckpointHistory: 1},
+		{"everything wrong", bus.StreamsConfig{EventsMaxAge: 30 * time.Second, Duplicates: -time.Second, Replicas: 7, CheckpointHistory: 65, SessionTTL: time.Second},
+			[]string{"events max age 30s", "duplicates window -1s", "replicas 7", "checkpoint history 65", "session TTL 1s"}},
+		{"duplicates beyond max age", bus.StreamsConfig{EventsMaxAge: time.Hour, Duplicates: 2 * time.Hour, Replicas: 1, CheckpointHistory: 1, SessionTTL: time.Hour},
 			[]string{"duplicates window 2h0m0s"}},
 	}
 	for _, tt := range tests {
