@@ -1,0 +1,47 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/gateway"
+)
+
+// ControlResult is the orchestrator's answer to a control action: the
+// workflow's status after it, whether it applied, and why not.
+type ControlResult = events.ControlResult
+
+// Cancel cancels a running workflow: its running steps' contexts end and
+// no step of it runs again. An action that no longer applies (the
+// workflow ended) is an *APIError with status 409.
+func (c *Client) Cancel(ctx context.Context, workflow, reason string) (ControlResult, error) {
+	return c.control(ctx, workflow, events.ActionCancel, gateway.ControlRequest{Reason: reason})
+}
+
+// Resume runs a failed workflow's failed steps again; completed steps
+// keep their outputs.
+func (c *Client) Resume(ctx context.Context, workflow string) (ControlResult, error) {
+	return c.control(ctx, workflow, events.ActionResume, gateway.ControlRequest{})
+}
+
+// Approve approves the step awaiting a decision (step "" means every
+// step that awaits one), with a comment for the record.
+func (c *Client) Approve(ctx context.Context, workflow, step, comment string) (ControlResult, error) {
+	yes := true
+	return c.control(ctx, workflow, events.ActionApprove, gateway.ControlRequest{Approve: &yes, StepID: step, Comment: comment})
+}
+
+// Reject rejects the step awaiting a decision: the workflow ends
+// rejected.
+func (c *Client) Reject(ctx context.Context, workflow, step, comment string) (ControlResult, error) {
+	no := false
+	return c.control(ctx, workflow, events.ActionApprove, gateway.ControlRequest{Approve: &no, StepID: step, Comment: comment})
+}
+
+func (c *Client) control(ctx context.Context, workflow, action string, req gateway.ControlRequest) (ControlResult, error) {
+	var out ControlResult
+	err := c.call(ctx, http.MethodPost, "/v1/workflows/"+url.PathEscape(workflow)+"/"+action, req, http.StatusOK, &out)
+	return out, err
+}

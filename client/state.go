@@ -1,0 +1,78 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/agentbus/agentbus/discovery"
+	"github.com/agentbus/agentbus/orchestrator"
+)
+
+// State is a workflow's checkpoint as the gateway gives it: status,
+// plan, stages, each step's state and output, result, error, timings.
+type State = orchestrator.Checkpoint
+
+// State reads a workflow's state (GET /v1/workflows/{id}).
+func (c *Client) State(ctx context.Context, workflow string) (State, error) {
+	var out State
+	err := c.call(ctx, http.MethodGet, "/v1/workflows/"+url.PathEscape(workflow), nil, http.StatusOK, &out)
+	return out, err
+}
+
+// Revision is one kept checkpoint revision of a workflow: the KV
+// revision (what Fork takes), "superseded" or the workflow's status then
+// ("active", "completed", "failed"), and the checkpoint.
+type Revision struct {
+	Revision   uint64          `json:"revision"`
+	Status     string          `json:"checkpoint_status"`
+	Checkpoint json.RawMessage `json:"checkpoint"`
+}
+
+// State decodes the revision's checkpoint.
+func (r Revision) State() (State, error) {
+	var s State
+	err := json.Unmarshal(r.Checkpoint, &s)
+	return s, err
+}
+
+// Checkpoints lists a workflow's kept checkpoint revisions, oldest first
+// (GET /v1/workflows/{id}/checkpoints).
+func (c *Client) Checkpoints(ctx context.Context, workflow string) ([]Revision, error) {
+	var out struct {
+		Revisions []Revision `json:"revisions"`
+	}
+	err := c.call(ctx, http.MethodGet, "/v1/workflows/"+url.PathEscape(workflow)+"/checkpoints", nil, http.StatusOK, &out)
+	return out.Revisions, err
+}
+
+// Agents lists every registered agent instance with its health and live
+// stats (GET /v1/agents).
+func (c *Client) Agents(ctx context.Context) ([]discovery.Instance, error) {
+	var out struct {
+		Instances []discovery.Instance `json:"instances"`
+	}
+	err := c.call(ctx, http.MethodGet, "/v1/agents", nil, http.StatusOK, &out)
+	return out.Instances, err
+}
+
+// Discovered is the answer to Discover: the agents that best fit a
+// query, best first, and the embedder that ranked them.
+type Discovered struct {
+	Embedder string            `json:"embedder"`
+	Matches  []discovery.Match `json:"matches"`
+}
+
+// Discover ranks the agents against a query and returns the top k
+// (GET /v1/agents?query=…&k=…; k ≤ 0 means the gateway's default, 5).
+func (c *Client) Discover(ctx context.Context, query string, k int) (Discovered, error) {
+	q := url.Values{"query": {query}}
+	if k > 0 {
+		q.Set("k", strconv.Itoa(k))
+	}
+	var out Discovered
+	err := c.call(ctx, http.MethodGet, "/v1/agents?"+q.Encode(), nil, http.StatusOK, &out)
+	return out, err
+}

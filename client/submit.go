@@ -1,0 +1,44 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/agentbus/agentbus/gateway"
+)
+
+// Submission is a workflow to start: a query the orchestrator plans, an
+// explicit plan, or both (the plan wins; the query is kept for context).
+// It is POST /v1/workflows's body.
+type Submission = gateway.SubmitRequest
+
+// Submitted is the gateway's answer to a submission: the workflow's id,
+// its tenant, whether an orchestrator recorded it ("accepted") or not
+// yet ("queued"), and where to follow it.
+type Submitted = gateway.SubmitResponse
+
+// Submit starts a workflow. The answer comes once an orchestrator
+// recorded it (or after the gateway's accept timeout, status "queued");
+// a refused submission is an *APIError naming each problem by JSON
+// pointer.
+func (c *Client) Submit(ctx context.Context, s Submission) (Submitted, error) {
+	var out Submitted
+	err := c.call(ctx, http.MethodPost, "/v1/workflows", s, http.StatusAccepted, &out)
+	return out, err
+}
+
+// Ask submits a bare query: Submit with only Query set.
+func (c *Client) Ask(ctx context.Context, query string) (Submitted, error) {
+	return c.Submit(ctx, Submission{Query: query})
+}
+
+// Fork starts a new workflow from a kept checkpoint revision of another
+// (see Checkpoints): its plan, and the outputs of the steps completed by
+// then, which do not run again. newID may be empty (the gateway picks).
+func (c *Client) Fork(ctx context.Context, workflow string, revision uint64, newID string) (Submitted, error) {
+	var out Submitted
+	err := c.call(ctx, http.MethodPost, "/v1/workflows/"+url.PathEscape(workflow)+"/fork",
+		gateway.ForkRequest{Revision: revision, WorkflowID: newID}, http.StatusAccepted, &out)
+	return out, err
+}
