@@ -175,13 +175,18 @@ func (e *APIError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s", e.Status, e.Message)
 	for _, p := range e.Problems {
-		if p.In == "" && p.Pointer == "" && p.Name == "" {
-			fmt.Fprintf(&b, "\n  %s", p.Message)
-			continue
-		}
-		fmt.Fprintf(&b, "\n  %s", p)
+		fmt.Fprintf(&b, "\n  %s", problemText(p))
 	}
 	return b.String()
+}
+
+// problemText is a problem with where it is, or its message alone when
+// it says nowhere.
+func problemText(p gateway.Problem) string {
+	if p.In == "" && p.Pointer == "" && p.Name == "" {
+		return p.Message
+	}
+	return p.String()
 }
 
 // Is makes errors.Is(err, ErrNotFound) true for a 404.
@@ -211,7 +216,7 @@ func ReadError(resp *http.Response) error {
 	case json.Unmarshal(body, &many) == nil && len(many.Errors) > 0:
 		parts := make([]string, 0, len(many.Errors))
 		for _, p := range many.Errors {
-			parts = append(parts, p.String())
+			parts = append(parts, problemText(p))
 		}
 		e.Message = strings.Join(parts, "; ")
 	default:

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	sdk "github.com/agentbus/agentbus/client"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/gateway"
 	"github.com/agentbus/agentbus/schemas"
@@ -190,8 +191,7 @@ func followAndPrint(cmd *cobra.Command, c *client, f clientFlags, plain bool, wo
 			return err
 		})
 	}
-	var nf *notFound
-	if errors.As(err, &nf) {
+	if errors.Is(err, sdk.ErrNotFound) {
 		return &exitError{code: exitUsage, msg: fmt.Sprintf("workflow %s: %v (tenant %s at %s)", workflow, err, c.tenant, c.base)}
 	}
 	if err != nil {

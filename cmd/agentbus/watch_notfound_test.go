@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -25,15 +27,18 @@ func TestWatchUnknownWorkflow(t *testing.T) {
 	}
 }
 
+// An error answer of the shape {"errors": [{in, name, message}]} reads
+// as "query parameter from: …; header …: …".
 func TestErrorsList(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{`{"errors":[{"in":"query","name":"from","message":"not a number"},{"in":"header","name":"Last-Event-ID","message":"bad"}]}`,
-			"query parameter from: not a number; header Last-Event-ID: bad"},
-		{`{"errors":[{"message":"no workflow \"x\""}]}`, `no workflow "x"`},
-		{`not json`, ""},
+			"400 Bad Request: query parameter from: not a number; header Last-Event-ID: bad"},
+		{`{"errors":[{"message":"no workflow \"x\""}]}`, `400 Bad Request: no workflow "x"`},
+		{`not json`, "400 Bad Request: not json"},
 	} {
-		if got := errorsList([]byte(tc.body)); got != tc.want {
-			t.Errorf("errorsList(%s) = %q, want %q", tc.body, got, tc.want)
+		resp := &http.Response{StatusCode: 400, Status: "400 Bad Request", Body: io.NopCloser(strings.NewReader(tc.body))}
+		if got := apiErr(resp).Error(); got != tc.want {
+			t.Errorf("apiErr(%s) = %q, want %q", tc.body, got, tc.want)
 		}
 	}
 }
