@@ -136,7 +136,7 @@ func submittedTask(id, contextID string, first *a2a.Message) *a2a.Task {
 func (g *Gateway) startTask(ctx context.Context, tenant, workflow, idAt string, in partsInput, messageID, contextID string) (*a2a.Task, *rpcError) {
 	if workflow == "" {
 		workflow = newWorkflowID()
-	} else if _, rerr := g.loadTask(ctx, tenant, workflow); rerr == nil {
+	} else if g.taskExists(ctx, tenant, workflow) {
 		return nil, rpcErr(rpcInvalidParams, idAt, "task %q already exists", workflow)
 	}
 	meta := map[string]string{metaInterface: "a2a", metaMessageID: messageID}

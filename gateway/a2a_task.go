@@ -42,8 +42,9 @@ type taskCheckpoint struct {
 	Metadata map[string]string `json:"metadata"`
 }
 
-// loadTask reads a workflow's checkpoint; another tenant's workflow, or an
-// id that cannot name one, is not found.
+// loadTask reads a workflow's checkpoint; another tenant's workflow,
+// one the request does not see (another user's: auth_scope.go), or an id
+// that cannot name one, is not found.
 func (g *Gateway) loadTask(ctx context.Context, tenant, id string) (taskCheckpoint, *rpcError) {
 	var cp taskCheckpoint
 	key, err := subjects.CheckpointKey(tenant, id)
@@ -57,10 +58,29 @@ func (g *Gateway) loadTask(ctx context.Context, tenant, id string) (taskCheckpoi
 	if err != nil {
 		return cp, rpcErr(rpcInternalError, "", "reading the task: %v", err)
 	}
-	if err := json.Unmarshal(e.Value, &cp); err != nil {
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(e.Value, &raw) != nil || json.Unmarshal(e.Value, &cp) != nil {
+		if !g.scopeOf(ctx).all {
+			return cp, errTaskNotFound(id) // whose it is cannot be told
+		}
 		return cp, rpcErr(rpcInternalError, "", "corrupt checkpoint of task %q", id)
 	}
+	if !g.visible(ctx, raw) {
+		return taskCheckpoint{}, errTaskNotFound(id)
+	}
 	return cp, nil
+}
+
+// taskExists reports whether the tenant has a workflow of that id, seen
+// by the request or not: ids are one namespace per tenant, so a new task
+// may not take another user's.
+func (g *Gateway) taskExists(ctx context.Context, tenant, id string) bool {
+	key, err := subjects.CheckpointKey(tenant, id)
+	if err != nil {
+		return false
+	}
+	_, err = g.checkpoints.Get(ctx, key)
+	return err == nil
 }
 
 // contextID is the task's A2A context: the one the client's first message

@@ -46,7 +46,11 @@ const (
 // Answers: 401 with WWW-Authenticate: Bearer for a missing, malformed or
 // unknown token; 403 for a viewer's POST, or a cookie-authenticated
 // cross-site POST; 404, indistinguishable from an unknown id, for another
-// tenant's workflow on every surface.
+// tenant's workflow on every surface, and for a workflow of the same
+// tenant that the request does not see: another user's, when the token
+// (or an admin's X-Agentbus-User) names a user, or any user's, for a
+// token without one (auth_scope.go; lists and the tenant feed leave such
+// workflows out).
 type AuthConfig struct {
 	// Tokens grants each secret a tenant and a role; see ParseTokens for
 	// the file format. Empty means auth off.
@@ -205,12 +209,16 @@ func openRoute(r *http.Request, route string) bool {
 	return slices.Contains(openPaths, path) || strings.HasPrefix(path, "/.well-known/") || dashboardRoute(route)
 }
 
-// authenticate resolves the request's principal when auth is on, or
+// authenticate resolves the request's principal when auth is on (with
+// auth off, only the user X-Agentbus-User names: actAsHeaderUser), or
 // answers 400/401/403 and returns false.
 func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, route string) (*http.Request, bool) {
 	mw := g.cfg.Auth.mw
-	if !mw.on() || openRoute(r, route) {
+	if openRoute(r, route) {
 		return r, true
+	}
+	if !mw.on() {
+		return g.actAsHeaderUser(w, r)
 	}
 	secret, from, err := bearerCredentials(r)
 	if err != nil {
@@ -355,8 +363,9 @@ func (g *Gateway) mayControl(r *http.Request) bool {
 }
 
 // UserHeader names the user a request acts for when the token does not
-// (an admin token, or auth off); a client or viewer token's own user, if
-// any, always wins and the header is ignored for it.
+// (an admin token, or auth off): its submissions run for that user and it
+// sees that user's workflows and sessions only. A client or viewer token's
+// own user, if any, always wins and the header is ignored for it.
 const UserHeader = "X-Agentbus-User"
 
 // user returns the request's user ("" for none): its token's, or the
@@ -377,11 +386,34 @@ func (g *Gateway) user(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return h, true
 }
 
-// userOf is the user of an authenticated request's context ("" for none
-// or with auth off), for handlers that have no request at hand (A2A).
+// userOf is the user of a request's context ("" for none): its token's,
+// or the X-Agentbus-User header's for an admin token or with auth off, for
+// handlers that have no request at hand (A2A).
 func userOf(ctx context.Context) string {
-	p, _ := ctx.Value(principalKey{}).(principal)
-	return p.user
+	if p, ok := ctx.Value(principalKey{}).(principal); ok {
+		return p.user
+	}
+	u, _ := ctx.Value(headerUserKey{}).(string)
+	return u
+}
+
+// headerUserKey holds, with auth off, the user X-Agentbus-User names.
+type headerUserKey struct{}
+
+// actAsHeaderUser puts the user X-Agentbus-User names, with auth off, in
+// the request context (so that A2A submissions carry it and reads are
+// scoped to it, as for an admin token that names one); a bad header is a
+// 400 on every route, as for an admin token.
+func (g *Gateway) actAsHeaderUser(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	h := r.Header.Get(UserHeader)
+	if h == "" {
+		return r, true
+	}
+	if err := subjects.ValidUser(h); err != nil {
+		writeBadUser(w, h, err)
+		return r, false
+	}
+	return r.WithContext(context.WithValue(r.Context(), headerUserKey{}, h)), true
 }
 
 // writeBadUser answers 400 for a user header that is not a user id.

@@ -21,21 +21,24 @@ type Role string
 // The roles a token can have.
 const (
 	// RoleClient acts on its own tenant's workflows: submit, read, follow,
-	// control. X-Agentbus-Tenant is ignored for it.
+	// control — its user's only when it names one, the tenant-wide ones
+	// otherwise. X-Agentbus-Tenant is ignored for it.
 	RoleClient Role = "client"
 	// RoleAdmin acts on any tenant, chosen per request by X-Agentbus-Tenant
-	// (default: the token's own tenant).
+	// (default: the token's own tenant), and sees all its workflows unless
+	// X-Agentbus-User names a user to act for.
 	RoleAdmin Role = "admin"
-	// RoleViewer reads its own tenant's workflows: GET and HEAD only; any
-	// other method is 403.
+	// RoleViewer reads what a client token of its tenant and user would
+	// see: GET and HEAD only; any other method is 403.
 	RoleViewer Role = "viewer"
 )
 
 // Token grants the bearer of a secret a tenant and a role, and optionally
 // names the user it stands for: that user's workflows carry the user to
 // every step (the memory agent keeps the user's facts apart, sessions
-// are the user's own). Its String, GoString and LogValue never show the
-// secret, so a Token can be logged.
+// are the user's own) and are seen by that user's tokens and admins only;
+// a token with a user sees no other workflow (auth_scope.go). Its String,
+// GoString and LogValue never show the secret, so a Token can be logged.
 type Token struct {
 	Token  string `json:"token"`
 	Tenant string `json:"tenant"`

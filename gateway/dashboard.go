@@ -45,6 +45,9 @@ type Whoami struct {
 	// MayControl is false for a viewer: no submit, cancel, approve, resume
 	// or fork.
 	MayControl bool `json:"may_control"`
+	// User is whom the request acts for (its token's, or X-Agentbus-User
+	// for an admin or with auth off): it sees that user's workflows only.
+	User string `json:"user,omitempty"`
 }
 
 func (g *Gateway) whoami(w http.ResponseWriter, r *http.Request) {
@@ -52,7 +55,7 @@ func (g *Gateway) whoami(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out := Whoami{TenantID: tenant, Auth: g.cfg.Auth.mw.on(), MayControl: g.mayControl(r)}
+	out := Whoami{TenantID: tenant, Auth: g.cfg.Auth.mw.on(), MayControl: g.mayControl(r), User: userOf(r.Context())}
 	if p, ok := r.Context().Value(principalKey{}).(principal); ok {
 		out.Role = p.role
 	}

@@ -10,7 +10,9 @@
 // conversations (session_id on a submission, an A2A contextId that is a
 // token; GET /v1/sessions/{id} lists a session's turns; sessions.go),
 // authentication (tokens → tenant, role and optionally user — a user's
-// sessions and memory are their own; off with no tokens), and
+// workflows, sessions and memory are their own: another user's workflow is
+// a 404 on every surface and absent from lists and the tenant feed,
+// auth_scope.go; off with no tokens), and
 // operations (GET /healthz, /readyz, /metrics), and an OpenTelemetry
 // server span per request when Config.TracerProvider is set (trace.go).
 //

@@ -24,11 +24,15 @@ type summary struct {
 	UpdatedAt   json.RawMessage `json:"updated_at"`
 	ResumeCount int             `json:"resume_count"`
 	Error       json.RawMessage `json:"error,omitempty"`
+	// User is whom the workflow runs for; only an admin's list (or one
+	// with auth off) mixes users.
+	User string `json:"user,omitempty"`
 }
 
 // list answers GET /v1/workflows?status=…&limit=…&after=…: the tenant's
-// workflows in id order (ids are time-ordered UUIDs when the gateway made
-// them), paged by the last id seen.
+// workflows that the request sees (auth_scope.go) in id order (ids are
+// time-ordered UUIDs when the gateway made them), paged by the last id
+// seen.
 func (g *Gateway) list(w http.ResponseWriter, r *http.Request) {
 	tenant, ok := g.tenant(w, r)
 	if !ok {
@@ -66,11 +70,12 @@ func (g *Gateway) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Key < entries[j].Key })
+	sc := g.scopeOf(r.Context())
 	out := []summary{}
 	next := ""
 	for _, e := range entries {
 		var s summary
-		if json.Unmarshal(e.Value, &s) != nil || s.WorkflowID <= after || (status != "" && s.Status != status) {
+		if json.Unmarshal(e.Value, &s) != nil || s.WorkflowID <= after || (status != "" && s.Status != status) || !sc.sees(s.User) {
 			continue
 		}
 		if len(out) == limit {
@@ -152,7 +157,8 @@ func (g *Gateway) fork(w http.ResponseWriter, r *http.Request) {
 	if !g.body(w, r, schemas.ForkRequest, &req) {
 		return
 	}
-	if _, ok := g.checkpoint(w, r, tenant); !ok {
+	cp, ok := g.checkpoint(w, r, tenant)
+	if !ok {
 		return
 	}
 	from := r.PathValue("id")
@@ -171,5 +177,8 @@ func (g *Gateway) fork(w http.ResponseWriter, r *http.Request) {
 			Problems: []Problem{{In: InBody, Pointer: "/revision", Message: fmt.Sprintf("no such revision %d", req.Revision)}}})
 		return
 	}
-	g.start(w, r, tenant, req.WorkflowID, events.WorkflowSubmitted{Fork: &events.ForkOf{WorkflowID: from, Revision: req.Revision}})
+	// The fork runs for its parent's user, whoever asks (the parent's
+	// owner or an admin): it carries the parent's step outputs, that
+	// user's facts.
+	g.start(w, r, tenant, req.WorkflowID, events.WorkflowSubmitted{Fork: &events.ForkOf{WorkflowID: from, Revision: req.Revision}, User: ownerOf(cp["user"])})
 }

@@ -51,7 +51,7 @@ func (g *Gateway) tasksSend(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	if req.ID != "" {
-		if _, rerr := g.loadTask(ctx, tenant, req.ID); rerr == nil {
+		if g.taskExists(ctx, tenant, req.ID) {
 			writeError(w, http.StatusConflict, apiError{Code: "exists", Message: fmt.Sprintf("task %q already exists", req.ID)})
 			return
 		}

@@ -17,11 +17,13 @@ import (
 )
 
 // The tenant feed: GET /v1/workflows/events (SSE) and GET /v1/ws
-// (WebSocket) carry, for the token's tenant only, every change of a
-// workflow's own status (status events without a step id) and every
-// terminal event, as `workflow_status` frames whose data is
+// (WebSocket) carry, for the token's tenant only and the workflows the
+// request sees there (another user's are left out: auth_scope.go), every
+// change of a workflow's own status (status events without a step id) and
+// every terminal event, as `workflow_status` frames whose data is
 // WorkflowStatus. It is backed by one ordered consumer per stream on
-// agentbus.<tenant>.events.* (bus.FollowTenant), not by polling.
+// agentbus.<tenant>.events.* (bus.FollowTenant), not by polling; whose a
+// workflow is comes from its checkpoint, read once per workflow per feed.
 //
 // Cursor: ?from= or Last-Event-ID (which wins, as on the per-workflow
 // SSE), and ?epoch=. Offsets are the events stream's sequences, shared by
@@ -210,33 +212,44 @@ func workflowStatus(rec bus.Record) (ws WorkflowStatus, ok bool) {
 type workflowFacts struct {
 	query   string
 	created *time.Time
+	// owner is whom the workflow runs for (fixed at submission, so it
+	// never goes stale); known is false when there is no checkpoint to
+	// tell (none, yet or any more, or an unreadable one).
+	owner string
+	known bool
 }
 
 // maxFeedFacts bounds one feed's cache of checkpoint facts.
 const maxFeedFacts = 1024
 
-// facts reads the workflow's query and creation time from its checkpoint
-// once per feed; a workflow without one (yet) is asked again next time.
-func (g *Gateway) facts(ctx context.Context, cache map[string]workflowFacts, tenant, workflow string) workflowFacts {
+// facts reads the workflow's query, creation time and owner from its
+// checkpoint once per feed: the owner check of every frame after the
+// workflow's first costs a map lookup. A workflow without a checkpoint
+// (yet) is asked again next time; err is a failure to read one.
+func (g *Gateway) facts(ctx context.Context, cache map[string]workflowFacts, tenant, workflow string) (workflowFacts, error) {
 	if f, ok := cache[workflow]; ok {
-		return f
+		return f, nil
 	}
 	key, err := subjects.CheckpointKey(tenant, workflow)
 	if err != nil {
-		return workflowFacts{}
+		return workflowFacts{}, nil
 	}
 	e, err := g.checkpoints.Get(ctx, key)
+	if errors.Is(err, bus.ErrNotFound) {
+		return workflowFacts{}, nil
+	}
 	if err != nil {
-		return workflowFacts{}
+		return workflowFacts{}, fmt.Errorf("gateway: tenant feed: checkpoint of %s: %w", workflow, err)
 	}
 	var cp struct {
-		Query     string    `json:"query"`
-		CreatedAt time.Time `json:"created_at"`
+		Query     string          `json:"query"`
+		CreatedAt time.Time       `json:"created_at"`
+		User      json.RawMessage `json:"user"`
 	}
 	if json.Unmarshal(e.Value, &cp) != nil {
-		return workflowFacts{}
+		return workflowFacts{}, nil
 	}
-	f := workflowFacts{query: cp.Query}
+	f := workflowFacts{query: cp.Query, owner: ownerOf(cp.User), known: true}
 	if !cp.CreatedAt.IsZero() {
 		f.created = &cp.CreatedAt
 	}
@@ -244,7 +257,7 @@ func (g *Gateway) facts(ctx context.Context, cache map[string]workflowFacts, ten
 		clear(cache)
 	}
 	cache[workflow] = f
-	return f
+	return f, nil
 }
 
 // tenantFeed queues the tenant's workflow status frames after sub.cursor
@@ -255,13 +268,25 @@ func (g *Gateway) facts(ctx context.Context, cache map[string]workflowFacts, ten
 func (g *Gateway) tenantFeed(ctx context.Context, sub *subscriber, tenant string, st feedStart) error {
 	live := st.Last <= st.After
 	cache := map[string]workflowFacts{}
+	sc := g.scopeOf(ctx)
 	err := g.bus.FollowTenant(ctx, tenant, sub.cursor, func(ctx context.Context, rec bus.Record) error {
 		defer func() { live = live || rec.Pending == 0 }()
 		ws, ok := workflowStatus(rec)
 		if !ok || (len(st.Status) > 0 && !slices.Contains(st.Status, ws.State)) {
 			return nil
 		}
-		f := g.facts(ctx, cache, tenant, ws.WorkflowID)
+		f, err := g.facts(ctx, cache, tenant, ws.WorkflowID)
+		if !sc.all {
+			// Only frames of workflows the feed's request sees, as their
+			// checkpoint tells: failing to read one ends the feed (the
+			// client resumes from its cursor) rather than guess.
+			if err != nil {
+				return err
+			}
+			if !f.known || !sc.sees(f.owner) {
+				return nil
+			}
+		}
 		ws.Query, ws.CreatedAt = f.query, f.created
 		data, err := json.Marshal(ws)
 		if err != nil {

@@ -153,7 +153,9 @@ func (g *Gateway) state(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, cp)
 }
 
-// checkpoint loads the {id} workflow's checkpoint or writes 404/503.
+// checkpoint loads the {id} workflow's checkpoint or writes 404/503; a
+// workflow the request does not see (another user's: auth_scope.go) is
+// the same 404 as one that does not exist.
 func (g *Gateway) checkpoint(w http.ResponseWriter, r *http.Request, tenant string) (map[string]json.RawMessage, bool) {
 	id := r.PathValue("id")
 	key, err := subjects.CheckpointKey(tenant, id)
@@ -163,11 +165,15 @@ func (g *Gateway) checkpoint(w http.ResponseWriter, r *http.Request, tenant stri
 			Problems: []Problem{pathProblem("id", "%s is not a workflow id: %v", quoted(id), err)}})
 		return nil, false
 	}
-	e, err := g.checkpoints.Get(r.Context(), key)
-	if errors.Is(err, bus.ErrNotFound) {
-		// The same answer for another tenant's workflow: nothing says it exists.
+	notFound := func() {
+		// The same answer for another tenant's or user's workflow: nothing
+		// says it exists.
 		writeError(w, http.StatusNotFound, apiError{Code: "not_found", Message: fmt.Sprintf("no workflow %q", id),
 			Problems: []Problem{pathProblem("id", "no workflow %s", quoted(id))}})
+	}
+	e, err := g.checkpoints.Get(r.Context(), key)
+	if errors.Is(err, bus.ErrNotFound) {
+		notFound()
 		return nil, false
 	}
 	if err != nil {
@@ -176,7 +182,15 @@ func (g *Gateway) checkpoint(w http.ResponseWriter, r *http.Request, tenant stri
 	}
 	var cp map[string]json.RawMessage
 	if err := json.Unmarshal(e.Value, &cp); err != nil {
+		if !g.scopeOf(r.Context()).all {
+			notFound() // whose it is cannot be told
+			return nil, false
+		}
 		writeError(w, http.StatusInternalServerError, apiError{Code: "internal", Message: "corrupt checkpoint"})
+		return nil, false
+	}
+	if !g.visible(r.Context(), cp) {
+		notFound()
 		return nil, false
 	}
 	return cp, true
