@@ -82,6 +82,8 @@ func (c Config) Validate() error {
 // Client talks to one gateway. It is safe for concurrent use.
 type Client struct {
 	cfg Config
+	// nc, when set, is NATS instead of a gateway (NewNATS).
+	nc *natsClient
 }
 
 // New checks cfg and makes a Client.
@@ -93,7 +95,7 @@ func New(cfg Config) (*Client, error) {
 	return &Client{cfg: cfg}, nil
 }
 
-// URL is the gateway's base URL.
+// URL is the gateway's base URL ("" for a NATS client).
 func (c *Client) URL() string { return c.cfg.URL }
 
 // Tenant is the tenant the client names.
@@ -104,6 +106,9 @@ func (c *Client) Tenant() string { return c.cfg.Tenant }
 // it is: the escape hatch for endpoints without a method here. path
 // starts with "/".
 func (c *Client) Do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	if c.nc != nil {
+		return nil, ErrNoHTTP
+	}
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)

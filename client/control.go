@@ -41,6 +41,16 @@ func (c *Client) Reject(ctx context.Context, workflow, step, comment string) (Co
 }
 
 func (c *Client) control(ctx context.Context, workflow, action string, req gateway.ControlRequest) (ControlResult, error) {
+	if c.nc != nil {
+		ctl := events.Control{Action: action, Reason: req.Reason, StepID: req.StepID}
+		if req.Comment != "" {
+			ctl.Reason = req.Comment
+		}
+		if action == events.ActionApprove && req.Approve != nil && !*req.Approve {
+			ctl.Action = events.ActionReject
+		}
+		return c.nc.control(ctx, workflow, ctl)
+	}
 	var out ControlResult
 	err := c.call(ctx, http.MethodPost, "/v1/workflows/"+url.PathEscape(workflow)+"/"+action, req, http.StatusOK, &out)
 	return out, err

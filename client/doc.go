@@ -1,5 +1,6 @@
 // Package client is the Go SDK of agentbus: it talks to a gateway over
-// HTTP the way the agentbus CLI does (the CLI is built on it).
+// HTTP (New) the way the agentbus CLI does — the CLI is built on it — or
+// to NATS straight (NewNATS), for Go programs on the bus's own network.
 //
 // A Client submits workflows (Submit, Fork), follows their events
 // (Follow, an iterator that resumes across disconnects from the last

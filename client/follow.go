@@ -57,6 +57,9 @@ func (e *ResetError) Unwrap() error { return ErrReset }
 // or ctx's end. Resuming at or past the terminal event yields a terminal
 // frame made from the workflow's state.
 func (c *Client) Follow(ctx context.Context, workflow string, from uint64) iter.Seq2[Frame, error] {
+	if c.nc != nil {
+		return c.nc.follow(ctx, workflow, from)
+	}
 	return func(yield func(Frame, error) bool) {
 		var epoch string
 		notFoundUntil := time.Now().Add(max(c.cfg.NotFoundGrace, 0))

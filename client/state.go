@@ -17,6 +17,9 @@ type State = orchestrator.Checkpoint
 
 // State reads a workflow's state (GET /v1/workflows/{id}).
 func (c *Client) State(ctx context.Context, workflow string) (State, error) {
+	if c.nc != nil {
+		return c.nc.state(ctx, workflow)
+	}
 	var out State
 	err := c.call(ctx, http.MethodGet, "/v1/workflows/"+url.PathEscape(workflow), nil, http.StatusOK, &out)
 	return out, err
@@ -41,6 +44,9 @@ func (r Revision) State() (State, error) {
 // Checkpoints lists a workflow's kept checkpoint revisions, oldest first
 // (GET /v1/workflows/{id}/checkpoints).
 func (c *Client) Checkpoints(ctx context.Context, workflow string) ([]Revision, error) {
+	if c.nc != nil {
+		return c.nc.checkpoints(ctx, workflow)
+	}
 	var out struct {
 		Revisions []Revision `json:"revisions"`
 	}
@@ -51,6 +57,14 @@ func (c *Client) Checkpoints(ctx context.Context, workflow string) ([]Revision, 
 // Agents lists every registered agent instance with its health and live
 // stats (GET /v1/agents).
 func (c *Client) Agents(ctx context.Context) ([]discovery.Instance, error) {
+	if c.nc != nil {
+		r, err := c.nc.registry(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		return r.List(ctx)
+	}
 	var out struct {
 		Instances []discovery.Instance `json:"instances"`
 	}
@@ -68,6 +82,15 @@ type Discovered struct {
 // Discover ranks the agents against a query and returns the top k
 // (GET /v1/agents?query=…&k=…; k ≤ 0 means the gateway's default, 5).
 func (c *Client) Discover(ctx context.Context, query string, k int) (Discovered, error) {
+	if c.nc != nil {
+		r, err := c.nc.registry(ctx)
+		if err != nil {
+			return Discovered{}, err
+		}
+		defer r.Close()
+		m, err := r.Discover(ctx, query, k)
+		return Discovered{Embedder: r.Embedder().Name(), Matches: m}, err
+	}
 	q := url.Values{"query": {query}}
 	if k > 0 {
 		q.Set("k", strconv.Itoa(k))

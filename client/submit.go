@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/gateway"
 )
 
@@ -23,6 +24,9 @@ type Submitted = gateway.SubmitResponse
 // a refused submission is an *APIError naming each problem by JSON
 // pointer.
 func (c *Client) Submit(ctx context.Context, s Submission) (Submitted, error) {
+	if c.nc != nil {
+		return c.nc.submit(ctx, s, nil)
+	}
 	var out Submitted
 	err := c.call(ctx, http.MethodPost, "/v1/workflows", s, http.StatusAccepted, &out)
 	return out, err
@@ -37,6 +41,12 @@ func (c *Client) Ask(ctx context.Context, query string) (Submitted, error) {
 // (see Checkpoints): its plan, and the outputs of the steps completed by
 // then, which do not run again. newID may be empty (the gateway picks).
 func (c *Client) Fork(ctx context.Context, workflow string, revision uint64, newID string) (Submitted, error) {
+	if c.nc != nil {
+		if _, err := c.nc.checkpoint(ctx, workflow); err != nil {
+			return Submitted{}, err
+		}
+		return c.nc.submit(ctx, Submission{WorkflowID: newID}, &events.ForkOf{WorkflowID: workflow, Revision: revision})
+	}
 	var out Submitted
 	err := c.call(ctx, http.MethodPost, "/v1/workflows/"+url.PathEscape(workflow)+"/fork",
 		gateway.ForkRequest{Revision: revision, WorkflowID: newID}, http.StatusAccepted, &out)

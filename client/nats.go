@@ -1,0 +1,285 @@
+package client
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/discovery"
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/gateway"
+	"github.com/agentbus/agentbus/schemas"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// SourceClient is the CloudEvent source of what a NATS client publishes.
+const SourceClient = "/agentbus/client"
+
+// ErrNoHTTP: Do needs a gateway, and a NATS client has none.
+var ErrNoHTTP = errors.New("client: no gateway: this client talks to NATS")
+
+// NATSConfig says which tenant (and user) a NATS client acts for.
+type NATSConfig struct {
+	// Tenant is whose subjects the client uses; default "default".
+	Tenant string
+	// User, when set, is carried by every submission (memory and
+	// sessions are then the user's).
+	User string
+}
+
+// natsClient is the client's side of NATS: the bus, the tenant, and the
+// buckets and registry it reads, opened on first use.
+type natsClient struct {
+	b      *bus.Bus
+	tenant string
+	user   string
+}
+
+// NewNATS makes a Client that talks to NATS straight — no gateway — over
+// an open connection: Submit publishes on the tenant's submit subject,
+// Follow reads the workflow's events from JetStream, State and
+// Checkpoints read KV AGENTBUS_CHECKPOINTS, the control actions are
+// requests on the workflow's control subject, and Agents and Discover
+// read the registry. What the gateway would check, it checks itself
+// (the submission's schema, a taken workflow id). The tenant is trusted:
+// NATS permissions, not this client, keep tenants apart. Do is
+// ErrNoHTTP; Follow never sees a reset (a cursor behind the retained
+// events goes on with the oldest one kept).
+func NewNATS(b *bus.Bus, cfg NATSConfig) (*Client, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: no bus", ErrConfig)
+	}
+	tenant := cmp.Or(cfg.Tenant, gateway.DefaultTenant)
+	if err := subjects.ValidTenant(tenant); err != nil {
+		return nil, fmt.Errorf("%w: tenant: %w", ErrConfig, err)
+	}
+	if cfg.User != "" {
+		if err := subjects.ValidUser(cfg.User); err != nil {
+			return nil, fmt.Errorf("%w: user: %w", ErrConfig, err)
+		}
+	}
+	return &Client{cfg: Config{Tenant: tenant, User: cfg.User}, nc: &natsClient{b: b, tenant: tenant, user: cfg.User}}, nil
+}
+
+func (n *natsClient) submit(ctx context.Context, s Submission, fork *events.ForkOf) (Submitted, error) {
+	if fork == nil {
+		body, err := json.Marshal(s)
+		if err != nil {
+			return Submitted{}, fmt.Errorf("client: %w", err)
+		}
+		if err := schemas.Validate(schemas.WorkflowRequest, body); err != nil {
+			return Submitted{}, invalid(err)
+		}
+	}
+	workflow := s.WorkflowID
+	if workflow == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return Submitted{}, fmt.Errorf("client: %w", err)
+		}
+		workflow = id.String()
+	}
+	if _, err := n.checkpoint(ctx, workflow); err == nil {
+		return Submitted{}, &APIError{StatusCode: http.StatusConflict, Status: "409 Conflict", Code: "exists",
+			Message: fmt.Sprintf("workflow %q already exists", workflow)}
+	} else if !errors.Is(err, ErrNotFound) {
+		return Submitted{}, err
+	}
+	sub := events.WorkflowSubmitted{Query: s.Query, Plan: s.Plan, Metadata: s.Metadata, TimeoutMS: s.TimeoutMS,
+		SessionID: s.SessionID, User: n.user, Fork: fork}
+	subj, err := subjects.Submit(n.tenant)
+	if err != nil {
+		return Submitted{}, err
+	}
+	msgID := events.SubmitKey(n.tenant, workflow)
+	env, err := events.New(events.TypeWorkflowSubmitted, msgID, SourceClient, n.tenant, workflow, "", sub)
+	if err != nil {
+		return Submitted{}, fmt.Errorf("client: %w", err)
+	}
+	if _, err := n.b.Publish(ctx, subj, env, msgID); err != nil {
+		return Submitted{}, fmt.Errorf("client: submit %s: %w", workflow, err)
+	}
+	evSubj, _ := subjects.Events(n.tenant, workflow)
+	return Submitted{WorkflowID: workflow, TenantID: n.tenant, Status: "queued", EventsSubject: evSubj}, nil
+}
+
+// invalid turns a schema refusal into the *APIError the gateway would
+// answer: 400 with each problem's pointer.
+func invalid(err error) error {
+	var ve *schemas.ValidationError
+	if !errors.As(err, &ve) {
+		return fmt.Errorf("client: %w", err)
+	}
+	e := &APIError{StatusCode: http.StatusBadRequest, Status: "400 Bad Request", Code: "invalid_request", Message: "invalid request body"}
+	for _, p := range ve.Problems {
+		e.Problems = append(e.Problems, gateway.Problem{In: gateway.InBody, Pointer: p.Pointer, Message: p.Message})
+	}
+	return e
+}
+
+func (n *natsClient) follow(ctx context.Context, workflow string, from uint64) iter.Seq2[Frame, error] {
+	return func(yield func(Frame, error) bool) {
+		epoch, err := n.b.Epoch(ctx)
+		if err != nil {
+			yield(Frame{}, fmt.Errorf("client: %w", err))
+			return
+		}
+		if err := n.await(ctx, workflow); err != nil {
+			yield(Frame{}, err)
+			return
+		}
+		stopped := false
+		err = n.b.Follow(ctx, n.tenant, workflow, from, func(_ context.Context, r bus.Record) error {
+			f := events.NewFrame(r.Envelope, r.Offset, epoch)
+			if !yield(f, nil) {
+				stopped = true
+				return bus.ErrStop
+			}
+			if f.Terminal() {
+				return bus.ErrStop
+			}
+			return nil
+		})
+		if err != nil && !stopped {
+			yield(Frame{}, fmt.Errorf("client: following %s: %w", workflow, err))
+		}
+	}
+}
+
+// await waits, for at most awaitGrace, until an orchestrator has
+// recorded the workflow: a just-submitted one has no checkpoint yet.
+func (n *natsClient) await(ctx context.Context, workflow string) error {
+	_, err := n.checkpoint(ctx, workflow)
+	if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	key, _ := subjects.CheckpointKey(n.tenant, workflow)
+	kv, kerr := n.b.KV(ctx, subjects.BucketCheckpoints)
+	if kerr != nil {
+		return fmt.Errorf("client: %w", kerr)
+	}
+	wctx, cancel := context.WithTimeout(ctx, awaitGrace)
+	defer cancel()
+	if _, werr := kv.Wait(wctx, key); werr != nil {
+		return err
+	}
+	return nil
+}
+
+// awaitGrace is how long Follow on NATS waits for a workflow to exist.
+const awaitGrace = 10 * time.Second
+
+func (n *natsClient) checkpoint(ctx context.Context, workflow string) (bus.Entry, error) {
+	key, err := subjects.CheckpointKey(n.tenant, workflow)
+	if err != nil {
+		return bus.Entry{}, &APIError{StatusCode: http.StatusBadRequest, Status: "400 Bad Request", Message: err.Error()}
+	}
+	kv, err := n.b.KV(ctx, subjects.BucketCheckpoints)
+	if err != nil {
+		return bus.Entry{}, fmt.Errorf("client: %w", err)
+	}
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, bus.ErrNotFound) {
+		return e, &APIError{StatusCode: http.StatusNotFound, Status: "404 Not Found", Code: "not_found",
+			Message: fmt.Sprintf("no workflow %q for tenant %s", workflow, n.tenant)}
+	}
+	return e, err
+}
+
+func (n *natsClient) state(ctx context.Context, workflow string) (State, error) {
+	var s State
+	e, err := n.checkpoint(ctx, workflow)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(e.Value, &s); err != nil {
+		return s, fmt.Errorf("client: checkpoint of %s: %w", workflow, err)
+	}
+	s.Outbox = nil
+	return s, nil
+}
+
+func (n *natsClient) checkpoints(ctx context.Context, workflow string) ([]Revision, error) {
+	if _, err := n.checkpoint(ctx, workflow); err != nil {
+		return nil, err
+	}
+	key, _ := subjects.CheckpointKey(n.tenant, workflow)
+	kv, err := n.b.KV(ctx, subjects.BucketCheckpoints)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	hist, err := kv.History(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	out := make([]Revision, 0, len(hist))
+	for i, e := range hist {
+		var s State
+		if json.Unmarshal(e.Value, &s) != nil {
+			continue
+		}
+		s.Outbox = nil
+		status := "superseded"
+		if i == len(hist)-1 {
+			switch {
+			case s.Status == events.StateCompleted:
+				status = "completed"
+			case s.Status.Terminal():
+				status = "failed"
+			default:
+				status = "active"
+			}
+		}
+		b, _ := json.Marshal(s)
+		out = append(out, Revision{Revision: e.Revision, Status: status, Checkpoint: b})
+	}
+	return out, nil
+}
+
+func (n *natsClient) control(ctx context.Context, workflow string, c events.Control) (ControlResult, error) {
+	var res ControlResult
+	if _, err := n.checkpoint(ctx, workflow); err != nil {
+		return res, err
+	}
+	subj, err := subjects.Control(n.tenant, workflow)
+	if err != nil {
+		return res, err
+	}
+	env, err := events.New(events.TypeControl, uuid.NewString(), SourceClient, n.tenant, workflow, c.StepID, c)
+	if err != nil {
+		return res, fmt.Errorf("client: %w", err)
+	}
+	out, err := n.b.Request(ctx, subj, env)
+	if err != nil {
+		return res, fmt.Errorf("client: no orchestrator answered: %w", err)
+	}
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(out, &e) == nil && e.Error != "" {
+		return res, &APIError{StatusCode: http.StatusBadGateway, Status: "502 Bad Gateway", Code: "control_failed", Message: e.Error}
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return res, fmt.Errorf("client: bad answer from the orchestrator: %w", err)
+	}
+	if !res.Applied {
+		return res, &APIError{StatusCode: http.StatusConflict, Status: "409 Conflict", Code: "not_applied", Message: res.Message}
+	}
+	return res, nil
+}
+
+func (n *natsClient) registry(ctx context.Context) (*discovery.Registry, error) {
+	r, err := discovery.New(ctx, n.b, nil)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return r, nil
+}
