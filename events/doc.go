@@ -1,8 +1,9 @@
 // Package events owns the CloudEvents agentbus puts on the wire: their types,
 // their payload structs, and their encoding in CloudEvents binary content mode
 // on NATS headers (ce-id, ce-source, ce-type, ce-specversion, ce-time,
-// ce-subject and the extensions ce-tenantid, ce-workflowid, ce-stepid,
-// ce-traceparent), with the data as JSON.
+// ce-subject, ce-datacontenttype and the extensions ce-tenantid,
+// ce-workflowid, ce-stepid, ce-traceparent, as the CloudEvents NATS protocol
+// binding maps them, plus Content-Type), with the data as JSON.
 //
 // Data enters through Decode, from the headers and body of a NATS message
 // that anyone may have published: Decode checks the envelope with the

@@ -26,6 +26,12 @@ const (
 	HeaderWorkflow    = "ce-workflowid"
 	HeaderStep        = "ce-stepid"
 	HeaderTraceParent = "ce-traceparent"
+	// HeaderDataContentType carries the datacontenttype attribute, as the
+	// NATS binding maps every attribute (binary mode, 3.1.3.1); the CloudEvents
+	// SDK reads it from here, not from Content-Type.
+	HeaderDataContentType = "ce-datacontenttype"
+	// HeaderContentType is written too, for clients written against the
+	// wire before ce-datacontenttype was; either is checked on the way in.
 	HeaderContentType = "Content-Type"
 	ContentTypeJSON   = "application/json"
 	SpecVersion       = "1.0"
@@ -119,12 +125,13 @@ func Encode(e Envelope) (Message, error) {
 		return Message{}, err
 	}
 	h := map[string][]string{
-		HeaderSpecVersion: {SpecVersion},
-		HeaderID:          {e.ID},
-		HeaderSource:      {e.Source},
-		HeaderType:        {string(e.Type)},
-		HeaderContentType: {ContentTypeJSON},
-		HeaderTenant:      {e.TenantID},
+		HeaderSpecVersion:     {SpecVersion},
+		HeaderID:              {e.ID},
+		HeaderSource:          {e.Source},
+		HeaderType:            {string(e.Type)},
+		HeaderContentType:     {ContentTypeJSON},
+		HeaderDataContentType: {ContentTypeJSON},
+		HeaderTenant:          {e.TenantID},
 	}
 	set := func(k, v string) {
 		if v != "" {
@@ -154,8 +161,10 @@ func Decode(header map[string][]string, data []byte) (Envelope, error) {
 	if v := get(HeaderSpecVersion); v != SpecVersion {
 		return Envelope{}, &DecodeError{Where: HeaderSpecVersion, Reason: fmt.Sprintf("unsupported version %q, want %q", v, SpecVersion)}
 	}
-	if ct := get(HeaderContentType); ct != "" && !isJSON(ct) {
-		return Envelope{}, &DecodeError{Where: HeaderContentType, Reason: fmt.Sprintf("content type %q, want %s", ct, ContentTypeJSON)}
+	for _, k := range []string{HeaderDataContentType, HeaderContentType} {
+		if ct := get(k); ct != "" && !isJSON(ct) {
+			return Envelope{}, &DecodeError{Where: k, Reason: fmt.Sprintf("content type %q, want %s", ct, ContentTypeJSON)}
+		}
 	}
 	ev := cloudevents.New(SpecVersion)
 	ev.SetID(get(HeaderID))

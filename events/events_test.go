@@ -305,17 +305,18 @@ func TestEncodeHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"ce-specversion": {"1.0"},
-		"ce-id":          {in.ID},
-		"ce-source":      {in.Source},
-		"ce-type":        {string(events.TypeStatus)},
-		"ce-time":        {"2025-01-02T03:04:05.000000006Z"},
-		"Content-Type":   {"application/json"},
-		"ce-tenantid":    {"acme"},
-		"ce-workflowid":  {"wf-42"},
-		"ce-stepid":      {"search"},
-		"ce-subject":     {in.Subject},
-		"ce-traceparent": {in.TraceParent},
+		"ce-specversion":     {"1.0"},
+		"ce-id":              {in.ID},
+		"ce-source":          {in.Source},
+		"ce-type":            {string(events.TypeStatus)},
+		"ce-time":            {"2025-01-02T03:04:05.000000006Z"},
+		"Content-Type":       {"application/json"},
+		"ce-datacontenttype": {"application/json"},
+		"ce-tenantid":        {"acme"},
+		"ce-workflowid":      {"wf-42"},
+		"ce-stepid":          {"search"},
+		"ce-subject":         {in.Subject},
+		"ce-traceparent":     {in.TraceParent},
 	}
 	if !maps.EqualFunc(msg.Header, want, slices.Equal) {
 		t.Fatalf("headers = %v\nwant      %v", msg.Header, want)
@@ -406,6 +407,8 @@ func TestDecodeRejects(t *testing.T) {
 		{"time after year 9999 in UTC", events.TypeStatus, set("ce-time", "9999-12-31T23:00:00-01:00"), "ce-time"},
 		{"wrong content type", events.TypeStatus, set("Content-Type", "text/plain"), "Content-Type"},
 		{"protobuf content type", events.TypeStatus, set("Content-Type", "application/protobuf"), "Content-Type"},
+		{"wrong datacontenttype", events.TypeStatus, set("ce-datacontenttype", "text/plain"), "ce-datacontenttype"},
+		{"structured mode", events.TypeStatus, set("Content-Type", "application/cloudevents+json"), "Content-Type"},
 		{"data not JSON", events.TypeStatus, data(`{"state":`), "data"},
 		{"empty data", events.TypeStatus, data(``), "data"},
 		{"data fails schema", events.TypeWorkflowSubmitted,
@@ -453,6 +456,12 @@ func TestDecodeAccepts(t *testing.T) {
 		mutate func(map[string][]string)
 	}{
 		{"no content type", func(h map[string][]string) { delete(h, "Content-Type") }},
+		{"no content type at all", func(h map[string][]string) { delete(h, "Content-Type"); delete(h, "ce-datacontenttype") }},
+		// The CloudEvents SDK's NATS binding writes only ce-datacontenttype.
+		{"datacontenttype with charset only", func(h map[string][]string) {
+			delete(h, "Content-Type")
+			h["ce-datacontenttype"] = []string{"application/json; charset=utf-8"}
+		}},
 		{"content type with charset", func(h map[string][]string) { h["Content-Type"] = []string{"application/json; charset=utf-8"} }},
 		{"no time", func(h map[string][]string) { delete(h, "ce-time") }},
 		{"time with offset", func(h map[string][]string) { h["ce-time"] = []string{"2025-03-14T16:09:26.535897932+01:00"} }},

@@ -33,6 +33,7 @@ func ExampleEncode() {
 	}
 	fmt.Printf("%s\n", msg.Data)
 	// Output:
+	// ce-datacontenttype: application/json
 	// ce-id: acme/wf-42/event/3
 	// ce-source: /agentbus/orchestrator
 	// ce-specversion: 1.0

@@ -51,18 +51,19 @@ func FuzzDecode(f *testing.F) {
 		canon[canonical(k)] = v
 	}
 	f.Add(headerText(canon), d)
-	for _, k := range []string{"ce-time", "ce-subject", "ce-workflowid", "ce-stepid", "ce-traceparent", "Content-Type", "ce-tenantid"} {
+	for _, k := range []string{"ce-time", "ce-subject", "ce-workflowid", "ce-stepid", "ce-traceparent", "Content-Type", "ce-datacontenttype", "ce-tenantid"} {
 		p := parseHeader(headerText(h))
 		delete(p, k)
 		f.Add(headerText(p), d)
 	}
 	for k, v := range map[string]string{
-		"ce-time":        "0000-01-01T00:00:00+01:00",
-		"ce-subject":     " ",
-		"ce-source":      "%zz",
-		"ce-specversion": "0.3",
-		"ce-tenantid":    "Bad.Tenant",
-		"Content-Type":   "application/json; charset=utf-8",
+		"ce-time":            "0000-01-01T00:00:00+01:00",
+		"ce-subject":         " ",
+		"ce-source":          "%zz",
+		"ce-specversion":     "0.3",
+		"ce-tenantid":        "Bad.Tenant",
+		"Content-Type":       "application/json; charset=utf-8",
+		"ce-datacontenttype": "text/plain",
 	} {
 		p := parseHeader(headerText(h))
 		p[k] = []string{v}
