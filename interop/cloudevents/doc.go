@@ -23,5 +23,9 @@
 //   - the SDK client handles received events on GOMAXPROCS goroutines, so
 //     the example asks for one, blocking;
 //   - the SDK matches header names case-sensitively ("ce-" and
-//     "content-type"), which agentbus's lowercase ce- headers satisfy.
+//     "content-type"), which agentbus's lowercase ce- headers satisfy;
+//   - under tenant isolation (internal/natsauth) the binding's NewSender and
+//     NewConsumer fail for a tenant's user, since they call STREAM.INFO
+//     (and then try to create the stream); a Sender built directly, and the
+//     binding's Message over a JetStream ordered consumer, still work.
 package cloudevents
