@@ -1,0 +1,12 @@
+// Package watermill adapts agentbus to Watermill
+// (github.com/ThreeDotsLabs/watermill), in a package of its own so that
+// the core does not depend on it.
+//
+// Subscriber is a Watermill message.Subscriber whose topic is a tenant:
+// it yields every event of the tenant's workflows from the events
+// stream, in order, on a durable JetStream consumer per consumer group
+// and tenant, so that a Watermill router can forward agentbus events to
+// any other Watermill Pub/Sub (SQL, Kafka, AMQP …) with its own
+// middleware. Acking a message advances the durable cursor; a router
+// restarted later goes on after the last acked event.
+package watermill

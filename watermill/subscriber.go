@@ -1,0 +1,242 @@
+package watermill
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	wm "github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// Metadata keys every message carries.
+const (
+	MetaOffset   = "agentbus_offset"   // the event's offset (stream sequence)
+	MetaEpoch    = "agentbus_epoch"    // the events stream's epoch
+	MetaType     = "agentbus_type"     // the short type: status, progress, artifact, complete …
+	MetaCEType   = "ce_type"           // the CloudEvent type, io.agentbus.workflow.….v1
+	MetaTenant   = "agentbus_tenant"   // the tenant
+	MetaWorkflow = "agentbus_workflow" // the workflow id
+	MetaStep     = "agentbus_step"     // the step id, if any
+	MetaTime     = "agentbus_time"     // the event's time, RFC 3339 with nanoseconds
+)
+
+// Sentinel errors.
+var (
+	// ErrConfig: the SubscriberConfig is not usable.
+	ErrConfig = errors.New("watermill: invalid config")
+	// ErrClosed: the subscriber was closed.
+	ErrClosed = errors.New("watermill: subscriber closed")
+)
+
+// SubscriberConfig configures a Subscriber. Bus is required; the zero
+// value of every other field means its default.
+type SubscriberConfig struct {
+	Bus *bus.Bus
+	// ConsumerGroup names the durable cursor: subscribers of one group and
+	// tenant share it (each event goes to one of them), other groups have
+	// their own. Default "watermill"; a subject token.
+	ConsumerGroup string
+	// AckWait is how long a message may go unacked before it is sent
+	// again; default 30s.
+	AckWait time.Duration
+	// NackDelay is how long a nacked message waits before it is sent
+	// again; default 100ms.
+	NackDelay time.Duration
+	// CloseTimeout is how long, once its subscription ends, a message in
+	// hand may still be acked (a router stopping gracefully); default 30s.
+	CloseTimeout time.Duration
+	// Logger logs; default none.
+	Logger wm.LoggerAdapter
+}
+
+func (c *SubscriberConfig) setDefaults() {
+	c.ConsumerGroup = cmp.Or(c.ConsumerGroup, "watermill")
+	c.AckWait = cmp.Or(c.AckWait, 30*time.Second)
+	c.NackDelay = cmp.Or(c.NackDelay, 100*time.Millisecond)
+	c.CloseTimeout = cmp.Or(c.CloseTimeout, 30*time.Second)
+	if c.Logger == nil {
+		c.Logger = wm.NopLogger{}
+	}
+}
+
+// Validate reports every problem with the configuration.
+func (c SubscriberConfig) Validate() error {
+	var errs []error
+	if c.Bus == nil {
+		errs = append(errs, fmt.Errorf("%w: Bus is required", ErrConfig))
+	}
+	if err := subjects.ValidWorkflow(c.ConsumerGroup); err != nil {
+		errs = append(errs, fmt.Errorf("%w: ConsumerGroup: %w", ErrConfig, err))
+	}
+	if c.AckWait < time.Second {
+		errs = append(errs, fmt.Errorf("%w: AckWait %s below 1s", ErrConfig, c.AckWait))
+	}
+	return errors.Join(errs...)
+}
+
+// Subscriber yields a tenant's workflow events as Watermill messages. It
+// is safe for concurrent use.
+type Subscriber struct {
+	cfg    SubscriberConfig
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+	stop   chan struct{}
+}
+
+var _ message.Subscriber = (*Subscriber)(nil)
+
+// NewSubscriber checks cfg and makes a Subscriber.
+func NewSubscriber(cfg SubscriberConfig) (*Subscriber, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Subscriber{cfg: cfg, stop: make(chan struct{})}, nil
+}
+
+// Durable is the name of the durable consumer the subscriber reads a
+// tenant's events with.
+func (s *Subscriber) Durable(tenant string) string { return "wm-" + s.cfg.ConsumerGroup + "-" + tenant }
+
+// Subscribe yields every event of the tenant's workflows (topic is the
+// tenant id), oldest first, one at a time: the next comes once the
+// previous is acked; a nacked one comes again after NackDelay. The
+// message's UUID is the event's CloudEvent id, its payload the event's
+// data (JSON), its metadata the Meta… keys. The channel closes when ctx
+// ends or the subscriber is closed.
+func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	if err := subjects.ValidTenant(topic); err != nil {
+		return nil, fmt.Errorf("watermill: topic must be a tenant id: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	filter, _ := subjects.TenantEvents(topic)
+	js := s.cfg.Bus.JetStream()
+	cons, err := js.CreateOrUpdateConsumer(ctx, subjects.StreamEvents, jetstream.ConsumerConfig{
+		Durable: s.Durable(topic), FilterSubject: filter, AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: s.cfg.AckWait, MaxDeliver: -1, MaxAckPending: 1, DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watermill: consumer %s: %w", s.Durable(topic), err)
+	}
+	epoch, err := s.cfg.Bus.Epoch(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("watermill: %w", err)
+	}
+	out := make(chan *message.Message)
+	ctx, cancel := context.WithCancel(ctx)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(out)
+		defer cancel()
+		go func() {
+			select {
+			case <-s.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		s.run(ctx, cons, epoch, out)
+	}()
+	return out, nil
+}
+
+// run pulls one event at a time and hands it over until ctx ends.
+func (s *Subscriber) run(ctx context.Context, cons jetstream.Consumer, epoch string, out chan<- *message.Message) {
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			if ctx.Err() == nil {
+				s.cfg.Logger.Error("fetch failed", err, nil)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+			continue
+		}
+		for m := range batch.Messages() {
+			s.deliver(ctx, m, epoch, out)
+		}
+	}
+}
+
+// deliver hands one event over until it is acked (ack it), nacked (send
+// it again later) or ctx ends (leave it to AckWait).
+func (s *Subscriber) deliver(ctx context.Context, m jetstream.Msg, epoch string, out chan<- *message.Message) {
+	env, err := events.Decode(m.Headers(), m.Data())
+	if err != nil {
+		s.cfg.Logger.Error("malformed event skipped", err, wm.LogFields{"subject": m.Subject()})
+		_ = m.TermWithReason(err.Error())
+		return
+	}
+	var seq uint64
+	if md, err := m.Metadata(); err == nil {
+		seq = md.Sequence.Stream
+	}
+	msg := message.NewMessage(env.ID, message.Payload(env.Data))
+	msg.Metadata = message.Metadata{
+		MetaOffset: strconv.FormatUint(seq, 10), MetaEpoch: epoch, MetaType: env.Type.Short(), MetaCEType: string(env.Type),
+		MetaTenant: env.TenantID, MetaWorkflow: env.WorkflowID, MetaStep: env.StepID, MetaTime: env.Time.Format(time.RFC3339Nano),
+	}
+	msgCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	msg.SetContext(msgCtx)
+	select {
+	case out <- msg:
+	case <-ctx.Done():
+		return
+	}
+	// Closing lets the message in hand be acked within CloseTimeout: a
+	// router that stops gracefully finishes it, so it is not sent again.
+	var late <-chan time.Time
+	for {
+		select {
+		case <-msg.Acked():
+			actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if err := m.DoubleAck(actx); err != nil {
+				s.cfg.Logger.Error("ack failed", err, wm.LogFields{"offset": seq})
+			}
+			acancel()
+			return
+		case <-msg.Nacked():
+			_ = m.NakWithDelay(s.cfg.NackDelay)
+			return
+		case <-late:
+			return // left to AckWait: it comes again
+		case <-ctx.Done():
+			if late == nil {
+				late = time.After(s.cfg.CloseTimeout)
+			}
+			ctx = context.WithoutCancel(ctx)
+		}
+	}
+}
+
+// Close ends every subscription, closing their channels, and waits for
+// them; safe to call twice.
+func (s *Subscriber) Close() error {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.stop)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
