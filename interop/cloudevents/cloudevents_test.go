@@ -242,7 +242,7 @@ func TestREADMEExample(t *testing.T) {
 	}
 	m := regexp.MustCompile("(?s)<!-- readme-test: cloudevents-sdk -->\n```go\n(.*?)```").FindSubmatch(readme)
 	if m == nil {
-		t.Skip("README.md has no go block marked readme-test: cloudevents-sdk yet")
+		t.Fatal("README.md has no go block marked readme-test: cloudevents-sdk")
 	}
 	src, err := os.ReadFile("cloudevents_test.go")
 	if err != nil {
