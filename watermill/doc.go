@@ -9,4 +9,10 @@
 // any other Watermill Pub/Sub (SQL, Kafka, AMQP …) with its own
 // middleware. Acking a message advances the durable cursor; a router
 // restarted later goes on after the last acked event.
+//
+// Agent serves a capability with a Watermill message.HandlerFunc and
+// Watermill middleware (retry, poison queue, correlation id …) while the
+// agentbus worker runtime still owns the step message underneath:
+// in-progress acks, delivery counts, retries across processes and the
+// dead letter after MaxDeliver.
 package watermill
