@@ -132,8 +132,8 @@ func TestFollowAcrossAGatewayRestart(t *testing.T) {
 		got = append(got, f.Offset)
 		if !restarted && f.StepID == "s1" {
 			restarted = true
-			s.stopGateway()
-			s.startGateway()
+			s.StopGateway()
+			s.StartGateway()
 		}
 	}
 	if !restarted {
@@ -141,7 +141,7 @@ func TestFollowAcrossAGatewayRestart(t *testing.T) {
 	}
 	// what JetStream holds for the workflow, read straight from it
 	var want []uint64
-	err := s.env.Bus.Follow(ctx, "default", "long", 0, func(_ context.Context, r busRecord) error {
+	err := s.Env.Bus.Follow(ctx, "default", "long", 0, func(_ context.Context, r busRecord) error {
 		want = append(want, r.Offset)
 		if r.Envelope.Type.Terminal() {
 			return errStop
@@ -233,7 +233,7 @@ func TestFollowReportsAReset(t *testing.T) {
 			break
 		}
 	}
-	nc, err := nats.Connect(s.env.URL)
+	nc, err := nats.Connect(s.Env.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // gateway would answer.
 func TestNATSClient(t *testing.T) {
 	s := startStack(t)
-	c, err := client.NewNATS(s.env.Bus, client.NATSConfig{})
+	c, err := client.NewNATS(s.Env.Bus, client.NATSConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestNATSClient(t *testing.T) {
 	if _, err := c.Do(ctx, http.MethodGet, "/v1/agents", nil); !errors.Is(err, client.ErrNoHTTP) {
 		t.Fatalf("Do over NATS: %v", err)
 	}
-	if _, err := client.NewNATS(s.env.Bus, client.NATSConfig{Tenant: "Not.A.Tenant"}); !errors.Is(err, client.ErrConfig) {
+	if _, err := client.NewNATS(s.Env.Bus, client.NATSConfig{Tenant: "Not.A.Tenant"}); !errors.Is(err, client.ErrConfig) {
 		t.Fatalf("a bad tenant: %v", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,11 +14,10 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 
-	"github.com/agentbus/agentbus/agents"
-	"github.com/agentbus/agentbus/agents/echo"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/client"
+	"github.com/agentbus/agentbus/internal/stacktest"
 	"github.com/agentbus/agentbus/events"
 	abwm "github.com/agentbus/agentbus/watermill"
 )
@@ -27,29 +25,7 @@ import (
 const deadline = 90 * time.Second
 
 // startStack runs an orchestrator and an echo worker on a new server.
-func startStack(t *testing.T) *bustest.Env {
-	t.Helper()
-	env := bustest.New(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	log := bustest.Logger(t)
-	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{echo.Agent{}}, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	o, err := newOrchestrator(ctx, env, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = w.Run(ctx) }()
-	go func() { defer wg.Done(); _ = o.Run(ctx) }()
-	return env
-}
+func startStack(t *testing.T) *bustest.Env { return stacktest.Start(t, stacktest.Options{}).Env }
 
 // forwarder is a Watermill router that forwards the tenant's agentbus
 // events into a GoChannel Pub/Sub topic.

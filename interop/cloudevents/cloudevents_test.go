@@ -19,12 +19,10 @@ import (
 	ceclient "github.com/cloudevents/sdk-go/v2/client"
 	"github.com/nats-io/nats.go"
 
-	"github.com/agentbus/agentbus/agents"
-	"github.com/agentbus/agentbus/agents/echo"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/orchestrator"
+	"github.com/agentbus/agentbus/internal/stacktest"
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -335,26 +333,4 @@ func stored(ctx context.Context, t *testing.T, b *bus.Bus, tenant, workflow stri
 
 // startStack starts a server with an orchestrator and an echo worker, all
 // stopped when the test ends.
-func startStack(t *testing.T) *bustest.Env {
-	t.Helper()
-	env := bustest.New(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	log := bustest.Logger(t)
-	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{echo.Agent{}}, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	o, err := orchestrator.New(ctx, orchestrator.Config{Bus: env.Bus, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = w.Run(ctx) }()
-	go func() { defer wg.Done(); _ = o.Run(ctx) }()
-	return env
-}
+func startStack(t *testing.T) *bustest.Env { return stacktest.Start(t, stacktest.Options{}).Env }

@@ -1,0 +1,104 @@
+package stacktest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/echo"
+	"github.com/agentbus/agentbus/bus/bustest"
+	"github.com/agentbus/agentbus/gateway"
+	"github.com/agentbus/agentbus/orchestrator"
+)
+
+// Options adjust Start.
+type Options struct {
+	// Agents are served beside echo.
+	Agents []agents.Agent
+	// Gateway starts a gateway too.
+	Gateway bool
+}
+
+// Stack is one test's running agentbus. Env is its server; Addr the
+// gateway's host:port (fixed across RestartGateway), when there is one.
+type Stack struct {
+	Env  *bustest.Env
+	Addr string
+	t    testing.TB
+	gw   struct {
+		cancel context.CancelFunc
+		done   chan error
+	}
+}
+
+// Start starts a server, a worker serving echo and opts.Agents, an
+// orchestrator and, with opts.Gateway, a gateway; all stop when t ends.
+func Start(t testing.TB, opts Options) *Stack {
+	t.Helper()
+	env := bustest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	log := bustest.Logger(t)
+	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: append([]agents.Agent{echo.Agent{}}, opts.Agents...),
+		Logger: log, ShutdownGrace: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o, err := orchestrator.New(ctx, orchestrator.Config{Bus: env.Bus, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = w.Run(ctx) }()
+	go func() { defer wg.Done(); _ = o.Run(ctx) }()
+	s := &Stack{Env: env, Addr: "127.0.0.1:0", t: t}
+	if opts.Gateway {
+		s.StartGateway()
+		t.Cleanup(s.StopGateway)
+	}
+	return s
+}
+
+// URL is the gateway's base URL.
+func (s *Stack) URL() string { return "http://" + s.Addr }
+
+// StartGateway serves a gateway on s.Addr; the first start picks the
+// port and later ones reuse it.
+func (s *Stack) StartGateway() {
+	s.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	g, err := gateway.New(ctx, gateway.Config{Bus: s.Env.Bus, Addr: s.Addr, Logger: bustest.Logger(s.t)})
+	if err != nil {
+		cancel()
+		s.t.Fatal(err)
+	}
+	addr, err := g.Listen()
+	if err != nil {
+		cancel()
+		s.t.Fatal(err)
+	}
+	s.Addr = addr.String()
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	s.gw.cancel, s.gw.done = cancel, done
+}
+
+// StopGateway shuts the gateway down and waits until its port is free;
+// safe to call twice.
+func (s *Stack) StopGateway() {
+	s.t.Helper()
+	if s.gw.cancel == nil {
+		return
+	}
+	s.gw.cancel()
+	if err := <-s.gw.done; err != nil {
+		s.t.Errorf("gateway run: %v", err)
+	}
+	s.gw.cancel = nil
+}
