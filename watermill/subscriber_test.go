@@ -17,8 +17,8 @@ import (
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/client"
-	"github.com/agentbus/agentbus/internal/stacktest"
 	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/internal/stacktest"
 	abwm "github.com/agentbus/agentbus/watermill"
 )
 
