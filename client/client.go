@@ -95,6 +95,22 @@ func New(cfg Config) (*Client, error) {
 	return &Client{cfg: cfg}, nil
 }
 
+// Close releases what a NATS client opened (its discovery registry); the
+// bus connection stays the caller's. An HTTP client holds nothing. Safe
+// to call twice.
+func (c *Client) Close() error {
+	if c.nc == nil {
+		return nil
+	}
+	c.nc.regMu.Lock()
+	defer c.nc.regMu.Unlock()
+	if c.nc.reg != nil {
+		c.nc.reg.Close()
+		c.nc.reg = nil
+	}
+	return nil
+}
+
 // URL is the gateway's base URL ("" for a NATS client).
 func (c *Client) URL() string { return c.cfg.URL }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,6 +42,9 @@ type natsClient struct {
 	b      *bus.Bus
 	tenant string
 	user   string
+
+	regMu sync.Mutex
+	reg   *discovery.Registry
 }
 
 // NewNATS makes a Client that talks to NATS straight — no gateway — over
@@ -276,10 +280,18 @@ func (n *natsClient) control(ctx context.Context, workflow string, c events.Cont
 	return res, nil
 }
 
+// registry opens the discovery registry on first use and keeps it (its
+// index follows the bucket with a KV watch: building it per call would
+// list the bucket every time); Client.Close closes it.
 func (n *natsClient) registry(ctx context.Context) (*discovery.Registry, error) {
-	r, err := discovery.New(ctx, n.b, nil)
-	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
+	n.regMu.Lock()
+	defer n.regMu.Unlock()
+	if n.reg == nil {
+		r, err := discovery.New(ctx, n.b, nil)
+		if err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
+		n.reg = r
 	}
-	return r, nil
+	return n.reg, nil
 }

@@ -62,7 +62,6 @@ func (c *Client) Agents(ctx context.Context) ([]discovery.Instance, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer r.Close()
 		return r.List(ctx)
 	}
 	var out struct {
@@ -87,7 +86,6 @@ func (c *Client) Discover(ctx context.Context, query string, k int) (Discovered,
 		if err != nil {
 			return Discovered{}, err
 		}
-		defer r.Close()
 		m, err := r.Discover(ctx, query, k)
 		return Discovered{Embedder: r.Embedder().Name(), Matches: m}, err
 	}
