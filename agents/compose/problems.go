@@ -3,8 +3,6 @@ package compose
 import (
 	"fmt"
 	"strings"
-
-	"github.com/agentbus/agentbus/events"
 )
 
 // without says what an answer lacks when a step of a capability failed.
@@ -38,7 +36,7 @@ func (c *composition) limitations() string {
 		if p.Error != "" {
 			why = " (" + oneLine(p.Error, 160) + ")"
 		}
-		lines = append(lines, fmt.Sprintf("the %s step %s%s, so %s", p.Capability, failedWord(p), why, what))
+		lines = append(lines, fmt.Sprintf("the %s step failed%s, so %s", p.Capability, why, what))
 	}
 	if c.report {
 		var b strings.Builder
@@ -49,13 +47,6 @@ func (c *composition) limitations() string {
 		return b.String() + "\n"
 	}
 	return "\nNote: " + strings.Join(lines, "; ") + ".\n"
-}
-
-func failedWord(p events.StepProblem) string {
-	if p.Kind == events.ProblemFailed || p.Kind == "" {
-		return "failed"
-	}
-	return p.Kind
 }
 
 func capitalize(s string) string {

@@ -2,6 +2,7 @@ package compose
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -121,7 +122,7 @@ func interleave(lists [][]hit) []hit {
 // summary when it has one, a bare string as is, otherwise its fields as
 // "name: value" pairs, bounded to maxStepChars.
 func prose(raw json.RawMessage, out stepOutput) string {
-	text := strings.TrimSpace(cmpOr(out.Answer, out.Summary, out.Text))
+	text := cmp.Or(strings.TrimSpace(out.Answer), strings.TrimSpace(out.Summary), strings.TrimSpace(out.Text))
 	if text == "" {
 		var v any
 		if json.Unmarshal(raw, &v) != nil {
@@ -136,15 +137,6 @@ func prose(raw json.RawMessage, out stepOutput) string {
 		text = string(r[:maxStepChars]) + " …"
 	}
 	return text
-}
-
-func cmpOr(ss ...string) string {
-	for _, s := range ss {
-		if strings.TrimSpace(s) != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // flatten writes a JSON value's leaves as "path: value", at most

@@ -26,7 +26,7 @@ func plain(system string) string { return jsonAnswer.ReplaceAllLiteralString(sys
 
 // live publishes a streamed answer as it arrives: the tokens that came
 // within one StreamWindow go out as one artifact chunk (every token its
-// own chunk with a zero window), so that a client sees the answer being
+// own chunk with a window shorter than their spacing), so that a client sees the answer being
 // written without an event per byte. An answer that opens with "{" is a
 // server answering in JSON after all: it is held back and taken whole at
 // the end.
@@ -63,7 +63,7 @@ func (l *live) delta(d string) error {
 		return nil
 	}
 	l.pending.WriteString(d)
-	if l.window == 0 || l.now().Sub(l.last) >= l.window {
+	if l.now().Sub(l.last) >= l.window {
 		return l.flush()
 	}
 	return nil
