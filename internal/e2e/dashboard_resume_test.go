@@ -146,7 +146,7 @@ func (p *cutProxy) cut() int {
 // with the stream's events, each once.
 func TestDashboardSurvivesNetworkDrop(t *testing.T) {
 	d := startDash(t, stackOptions{}, acmeClient)
-	p := startCutProxy(t, d.addr)
+	p := startCutProxy(t, d.Addr)
 	page := "http://" + p.l.Addr().String()
 	d.run(t, chromedp.Navigate(page+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="workflows"]`)))
 	id := d.submitPlan(t, acmeClient, "dash-drop", sleepChain(12, 300)...)

@@ -160,7 +160,7 @@ func TestREADMECurl(t *testing.T) {
 	s := startStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	block := strings.ReplaceAll(readmeBlock(t, "curl"), "localhost:8080", s.addr)
+	block := strings.ReplaceAll(readmeBlock(t, "curl"), "localhost:8080", s.Addr)
 	out := s.runBlock(ctx, t, block)
 	for _, want := range []string{`"workflow_id": "hello-1"`, "event: connected", "event: status", "event: complete"} {
 		if !strings.Contains(out, want) {

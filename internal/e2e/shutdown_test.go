@@ -25,7 +25,7 @@ func TestWebSocketClientsGetGoingAwayOnGatewayShutdown(t *testing.T) {
 	ready.Add(clients)
 	closes := make([]error, clients)
 	for i := range clients {
-		c, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/v1/workflows/long/ws", nil)
+		c, _, err := websocket.Dial(ctx, "ws://"+s.Addr+"/v1/workflows/long/ws", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

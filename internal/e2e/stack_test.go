@@ -6,17 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentbus/agentbus/agents"
-	"github.com/agentbus/agentbus/agents/echo"
 	"github.com/agentbus/agentbus/agents/sleep"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/gateway"
-	"github.com/agentbus/agentbus/orchestrator"
+	"github.com/agentbus/agentbus/internal/stacktest"
 )
 
 // deadline bounds every wait in these tests; nothing sleeps.
@@ -24,17 +22,11 @@ const deadline = 60 * time.Second
 
 // stack is one test's embedded NATS server with a sleep and echo worker and an
 // orchestrator, and a gateway that the test can stop and start again on
-// the same port, as an operator restarting it would.
+// the same port, as an operator restarting it would (internal/stacktest).
 type stack struct {
-	t    *testing.T
-	env  *bustest.Env
-	addr string // 127.0.0.1:PORT, fixed across restarts
-	// tweak, if set, adjusts the gateway's config at every start.
-	tweak func(*gateway.Config)
-	gw    struct {
-		cancel context.CancelFunc
-		done   chan error
-	}
+	*stacktest.Stack
+	t   *testing.T
+	env *bustest.Env
 }
 
 // stackOptions adjust startStackWith: agents served beside sleep and echo,
@@ -55,79 +47,16 @@ func startStackWith(t *testing.T, opts stackOptions) *stack {
 // startStackOn is startStackWith on a given NATS server.
 func startStackOn(t *testing.T, env *bustest.Env, opts stackOptions) *stack {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	log := bustest.Logger(t)
-	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: append([]agents.Agent{sleep.Agent{}, echo.Agent{}}, opts.agents...), Logger: log,
-		// A test that ends with a step still sleeping hands it back at once.
-		ShutdownGrace: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	o, err := orchestrator.New(ctx, orchestrator.Config{Bus: env.Bus, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = w.Run(ctx) }()
-	go func() { defer wg.Done(); _ = o.Run(ctx) }()
-	s := &stack{t: t, env: env, addr: "127.0.0.1:0", tweak: opts.gateway}
-	s.startGateway()
-	t.Cleanup(s.stopGateway)
-	return s
+	st := stacktest.StartOn(t, env, stacktest.Options{Agents: append([]agents.Agent{sleep.Agent{}}, opts.agents...),
+		Gateway: true, GatewayConfig: opts.gateway})
+	return &stack{Stack: st, t: t, env: env}
 }
 
-// startGateway serves a gateway on s.addr; the first start picks the port
-// and later ones reuse it.
-func (s *stack) startGateway() {
-	s.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cfg := gateway.Config{Bus: s.env.Bus, Addr: s.addr, Logger: bustest.Logger(s.t)}
-	if s.tweak != nil {
-		s.tweak(&cfg)
-	}
-	g, err := gateway.New(ctx, cfg)
-	if err != nil {
-		cancel()
-		s.t.Fatal(err)
-	}
-	addr, err := g.Listen()
-	if err != nil {
-		cancel()
-		s.t.Fatal(err)
-	}
-	s.addr = addr.String()
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	s.gw.cancel, s.gw.done = cancel, done
-}
+func (s *stack) startGateway()   { s.StartGateway() }
+func (s *stack) stopGateway()    { s.StopGateway() }
+func (s *stack) restartGateway() { s.RestartGateway() }
 
-// stopGateway shuts the gateway down and waits until it has stopped, so
-// that its port is free; safe to call twice.
-func (s *stack) stopGateway() {
-	s.t.Helper()
-	if s.gw.cancel == nil {
-		return
-	}
-	s.gw.cancel()
-	if err := <-s.gw.done; err != nil {
-		s.t.Errorf("gateway run: %v", err)
-	}
-	s.gw.cancel = nil
-}
-
-// restartGateway stops the gateway and starts a new one on the same port.
-func (s *stack) restartGateway() {
-	s.t.Helper()
-	s.stopGateway()
-	s.startGateway()
-}
-
-func (s *stack) base() string { return "http://" + s.addr }
+func (s *stack) base() string { return s.URL() }
 
 // submitSleeps submits a workflow of n sleep steps of ms each, in a chain,
 // and returns its id.

@@ -19,15 +19,19 @@ type Options struct {
 	Agents []agents.Agent
 	// Gateway starts a gateway too.
 	Gateway bool
+	// GatewayConfig, if set, adjusts the gateway's config at every start
+	// (tokens, say).
+	GatewayConfig func(*gateway.Config)
 }
 
 // Stack is one test's running agentbus. Env is its server; Addr the
 // gateway's host:port (fixed across RestartGateway), when there is one.
 type Stack struct {
-	Env  *bustest.Env
-	Addr string
-	t    testing.TB
-	gw   struct {
+	Env   *bustest.Env
+	Addr  string
+	t     testing.TB
+	tweak func(*gateway.Config)
+	gw    struct {
 		cancel context.CancelFunc
 		done   chan error
 	}
@@ -37,7 +41,12 @@ type Stack struct {
 // orchestrator and, with opts.Gateway, a gateway; all stop when t ends.
 func Start(t testing.TB, opts Options) *Stack {
 	t.Helper()
-	env := bustest.New(t)
+	return StartOn(t, bustest.New(t), opts)
+}
+
+// StartOn is Start on a given server.
+func StartOn(t testing.TB, env *bustest.Env, opts Options) *Stack {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
@@ -57,7 +66,7 @@ func Start(t testing.TB, opts Options) *Stack {
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = w.Run(ctx) }()
 	go func() { defer wg.Done(); _ = o.Run(ctx) }()
-	s := &Stack{Env: env, Addr: "127.0.0.1:0", t: t}
+	s := &Stack{Env: env, Addr: "127.0.0.1:0", t: t, tweak: opts.GatewayConfig}
 	if opts.Gateway {
 		s.StartGateway()
 		t.Cleanup(s.StopGateway)
@@ -73,7 +82,11 @@ func (s *Stack) URL() string { return "http://" + s.Addr }
 func (s *Stack) StartGateway() {
 	s.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	g, err := gateway.New(ctx, gateway.Config{Bus: s.Env.Bus, Addr: s.Addr, Logger: bustest.Logger(s.t)})
+	cfg := gateway.Config{Bus: s.Env.Bus, Addr: s.Addr, Logger: bustest.Logger(s.t)}
+	if s.tweak != nil {
+		s.tweak(&cfg)
+	}
+	g, err := gateway.New(ctx, cfg)
 	if err != nil {
 		cancel()
 		s.t.Fatal(err)
@@ -87,6 +100,13 @@ func (s *Stack) StartGateway() {
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
 	s.gw.cancel, s.gw.done = cancel, done
+}
+
+// RestartGateway stops the gateway and starts a new one on its port.
+func (s *Stack) RestartGateway() {
+	s.t.Helper()
+	s.StopGateway()
+	s.StartGateway()
 }
 
 // StopGateway shuts the gateway down and waits until its port is free;
