@@ -17,6 +17,7 @@ import (
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/gateway"
+	"github.com/agentbus/agentbus/orchestrator"
 	"github.com/agentbus/agentbus/schemas"
 	"github.com/agentbus/agentbus/subjects"
 )
@@ -231,17 +232,7 @@ func (n *natsClient) checkpoints(ctx context.Context, workflow string) ([]Revisi
 			continue
 		}
 		s.Outbox = nil
-		status := "superseded"
-		if i == len(hist)-1 {
-			switch {
-			case s.Status == events.StateCompleted:
-				status = "completed"
-			case s.Status.Terminal():
-				status = "failed"
-			default:
-				status = "active"
-			}
-		}
+		status := orchestrator.RevisionStatus(i == len(hist)-1, s.Status)
 		b, _ := json.Marshal(s)
 		out = append(out, Revision{Revision: e.Revision, Status: status, Checkpoint: b})
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/orchestrator"
 	"github.com/agentbus/agentbus/schemas"
 	"github.com/agentbus/agentbus/subjects"
 )
@@ -122,19 +123,9 @@ func (g *Gateway) checkpointsHistory(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		delete(cp, "outbox")
-		st := "superseded"
-		if i == len(hist)-1 {
-			var s events.State
-			_ = json.Unmarshal(cp["status"], &s)
-			switch s {
-			case events.StateCompleted:
-				st = "completed"
-			case events.StateFailed, events.StateRejected, events.StateCanceled:
-				st = "failed"
-			default:
-				st = "active"
-			}
-		}
+		var status events.State
+		_ = json.Unmarshal(cp["status"], &status)
+		st := orchestrator.RevisionStatus(i == len(hist)-1, status)
 		b, _ := json.Marshal(cp)
 		out = append(out, revision{Revision: e.Revision, Status: st, Checkpoint: b})
 	}

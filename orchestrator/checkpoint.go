@@ -187,3 +187,19 @@ func (cp *Checkpoint) fail(e events.Error) error {
 	}
 	return cp.emit(events.TypeError, e.StepID, e)
 }
+
+// RevisionStatus is how a kept checkpoint revision reads in a workflow's
+// history: "superseded" unless it is the newest, which is "completed",
+// "failed" (failed, rejected or canceled) or "active" by the workflow's
+// status then.
+func RevisionStatus(newest bool, s events.State) string {
+	switch {
+	case !newest:
+		return "superseded"
+	case s == events.StateCompleted:
+		return "completed"
+	case s.Terminal():
+		return "failed"
+	}
+	return "active"
+}
