@@ -169,14 +169,7 @@ func (cp *Checkpoint) emit(typ events.Type, step string, payload any) error {
 }
 
 // planStep returns the plan's definition of a step.
-func (cp *Checkpoint) planStep(id string) (events.PlanStep, bool) {
-	for _, s := range cp.Plan.Steps {
-		if s.ID == id {
-			return s, true
-		}
-	}
-	return events.PlanStep{}, false
-}
+func (cp *Checkpoint) planStep(id string) (events.PlanStep, bool) { return planStepOf(cp.Plan, id) }
 
 // fail ends the workflow with an error event.
 func (cp *Checkpoint) fail(e events.Error) error {

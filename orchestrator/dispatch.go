@@ -135,7 +135,6 @@ func (o *Orchestrator) advance(cp *Checkpoint) error {
 
 func (o *Orchestrator) complete(cp *Checkpoint) error {
 	outputs := make(map[string]json.RawMessage, len(cp.Tasks))
-	depended := map[string]bool{}
 	partial := false
 	for _, s := range cp.Plan.Steps {
 		out := cp.Tasks[s.ID].Output
@@ -143,16 +142,8 @@ func (o *Orchestrator) complete(cp *Checkpoint) error {
 			partial, out = true, json.RawMessage("null")
 		}
 		outputs[s.ID] = out
-		for _, d := range s.DependsOn {
-			depended[d] = true
-		}
 	}
-	var sinks []string
-	for _, s := range cp.Plan.Steps {
-		if !depended[s.ID] {
-			sinks = append(sinks, s.ID)
-		}
-	}
+	sinks := sinkSteps(cp.Plan)
 	result := outputs[sinks[0]]
 	if len(sinks) > 1 {
 		m := make(map[string]json.RawMessage, len(sinks))
