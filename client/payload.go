@@ -14,7 +14,8 @@ var ErrUnknownFrame = errors.New("client: unknown frame type")
 
 // Payload decodes a frame's data into its type's payload:
 // events.Status, events.Progress, events.Artifact, events.Complete,
-// events.Error or events.Cancelled (values, not pointers), or, for a
+// events.Error, events.Cancelled or events.Custom (values, not
+// pointers; a Custom's Bytes are its payload), or, for a
 // reset frame, the *ResetError Follow yields beside it.
 func Payload(f Frame) (any, error) {
 	var v any
@@ -31,6 +32,8 @@ func Payload(f Frame) (any, error) {
 		v = &events.Error{}
 	case events.TypeCancelled.Short():
 		v = &events.Cancelled{}
+	case events.TypeCustom.Short():
+		v = &events.Custom{}
 	case "reset":
 		return resetError(f), nil
 	default:
@@ -51,6 +54,8 @@ func Payload(f Frame) (any, error) {
 	case *events.Complete:
 		return *p, nil
 	case *events.Error:
+		return *p, nil
+	case *events.Custom:
 		return *p, nil
 	default:
 		return *(v.(*events.Cancelled)), nil

@@ -27,6 +27,10 @@ func TestPayload(t *testing.T) {
 		p.(*client.ResetError).ResumeFrom != 9 || p.(*client.ResetError).State.Status != events.StateWorking {
 		t.Fatalf("reset: %v, %v", p, err)
 	}
+	if p, err := client.Payload(frame("custom", events.NewCustom([]byte("x"), map[string]string{"k": "v"}))); err != nil ||
+		string(p.(events.Custom).Bytes()) != "x" || p.(events.Custom).Metadata["k"] != "v" {
+		t.Errorf("custom: %v %v", p, err)
+	}
 	if _, err := client.Payload(client.Frame{Type: "novel"}); !errors.Is(err, client.ErrUnknownFrame) {
 		t.Fatalf("unknown type: %v", err)
 	}

@@ -22,6 +22,7 @@ var (
 		events.TypeWorkflowSubmitted, events.TypeStepRequested, events.TypeStepCompleted,
 		events.TypeStepFailed, events.TypeControl, events.TypeStatus, events.TypeProgress,
 		events.TypeArtifact, events.TypeError, events.TypeComplete, events.TypeCancelled, events.TypeDeadline,
+		events.TypeCustom,
 	}
 )
 
@@ -78,6 +79,7 @@ var payloads = map[events.Type]any{
 	},
 	events.TypeCancelled: &events.Cancelled{Reason: "canceled by user"},
 	events.TypeDeadline:  &events.Deadline{At: time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)},
+	events.TypeCustom:    &events.Custom{Payload: json.RawMessage(`{"ticket":"OPS-12"}`), Metadata: map[string]string{"source": "jira"}},
 }
 
 func TestTypes(t *testing.T) {
@@ -123,6 +125,7 @@ func TestTypeMethods(t *testing.T) {
 		{events.TypeError, "error", true, true},
 		{events.TypeComplete, "complete", true, true},
 		{events.TypeCancelled, "cancelled", true, true},
+		{events.TypeCustom, "custom", true, false},
 		{"io.agentbus.workflow.status.v2", "workflow.status.v2", false, false},
 		{"com.example.thing", "com.example.thing", false, false},
 		{"", "", false, false},

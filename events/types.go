@@ -33,6 +33,9 @@ const (
 	TypeComplete Type = "io.agentbus.workflow.complete.v1"
 	// TypeCancelled is a terminal client event: the workflow was canceled; data is Cancelled.
 	TypeCancelled Type = "io.agentbus.workflow.cancelled.v1"
+	// TypeCustom is a client event an application adds to a workflow's log
+	// (a Watermill message published into agentbus, say); data is Custom.
+	TypeCustom Type = "io.agentbus.workflow.custom.v1"
 )
 
 // typeInfo ties a type to its JSON Schema (in package schemas) and to the
@@ -50,6 +53,7 @@ var typeInfo = map[Type]struct{ schema, short string }{
 	TypeError:             {"error", "error"},
 	TypeComplete:          {"complete", "complete"},
 	TypeCancelled:         {"cancelled", "cancelled"},
+	TypeCustom:            {"custom", "custom"},
 }
 
 // Types returns every known type, for documentation and tests.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -113,8 +114,12 @@ func (s *Subscriber) Durable(tenant string) string { return "wm-" + s.cfg.Consum
 // tenant id), oldest first, one at a time: the next comes once the
 // previous is acked; a nacked one comes again after NackDelay. The
 // message's UUID is the event's CloudEvent id, its payload the event's
-// data (JSON), its metadata the Meta… keys. The channel closes when ctx
-// ends or the subscriber is closed.
+// data (JSON), its metadata the Meta… keys; a custom event (one a
+// Publisher added) gives back the payload and metadata it was published
+// with, beside the Meta… keys. The channel closes when ctx ends or the
+// subscriber is closed; a message in hand that is neither acked nor
+// nacked within CloseTimeout then comes again to the group's next
+// subscriber.
 func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	if err := subjects.ValidTenant(topic); err != nil {
 		return nil, fmt.Errorf("watermill: topic must be a tenant id: %w", err)
@@ -189,17 +194,25 @@ func (s *Subscriber) deliver(ctx context.Context, m jetstream.Msg, epoch string,
 	if md, err := m.Metadata(); err == nil {
 		seq = md.Sequence.Stream
 	}
-	msg := message.NewMessage(env.ID, message.Payload(env.Data))
-	msg.Metadata = message.Metadata{
+	msg, err := toMessage(env)
+	if err != nil {
+		s.cfg.Logger.Error("malformed custom event skipped", err, wm.LogFields{"subject": m.Subject()})
+		_ = m.TermWithReason(err.Error())
+		return
+	}
+	maps.Copy(msg.Metadata, message.Metadata{
 		MetaOffset: strconv.FormatUint(seq, 10), MetaEpoch: epoch, MetaType: env.Type.Short(), MetaCEType: string(env.Type),
 		MetaTenant: env.TenantID, MetaWorkflow: env.WorkflowID, MetaStep: env.StepID, MetaTime: env.Time.Format(time.RFC3339Nano),
-	}
+	})
 	msgCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	msg.SetContext(msgCtx)
 	select {
 	case out <- msg:
 	case <-ctx.Done():
+		// Never handed over: the next subscriber of the group gets it
+		// now, not after AckWait.
+		_ = m.Nak()
 		return
 	}
 	// Closing lets the message in hand be acked within CloseTimeout: a
@@ -218,7 +231,8 @@ func (s *Subscriber) deliver(ctx context.Context, m jetstream.Msg, epoch string,
 			_ = m.NakWithDelay(s.cfg.NackDelay)
 			return
 		case <-late:
-			return // left to AckWait: it comes again
+			_ = m.Nak() // unfinished: it comes again, first
+			return
 		case <-ctx.Done():
 			if late == nil {
 				late = time.After(s.cfg.CloseTimeout)
@@ -226,6 +240,24 @@ func (s *Subscriber) deliver(ctx context.Context, m jetstream.Msg, epoch string,
 			ctx = context.WithoutCancel(ctx)
 		}
 	}
+}
+
+// toMessage makes an event's message: a custom event gives back the
+// payload and metadata it was published with, any other event its data.
+func toMessage(env events.Envelope) (*message.Message, error) {
+	if env.Type != events.TypeCustom {
+		msg := message.NewMessage(env.ID, message.Payload(env.Data))
+		msg.Metadata = message.Metadata{}
+		return msg, nil
+	}
+	var c events.Custom
+	if err := env.Unmarshal(&c); err != nil {
+		return nil, err
+	}
+	msg := message.NewMessage(env.ID, message.Payload(c.Bytes()))
+	msg.Metadata = message.Metadata{}
+	maps.Copy(msg.Metadata, c.Metadata)
+	return msg, nil
 }
 
 // Close ends every subscription, closing their channels, and waits for

@@ -3,7 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentbus/agentbus/events"
 )
@@ -48,6 +52,8 @@ func formatFrame(f events.Frame) string {
 		gist = fmt.Sprintf("%s; workflow is %s; continuing after offset %d", why, r.Status, r.ResumeFrom)
 	case "artifact":
 		gist = artifactGist(f.Data)
+	case "custom":
+		gist = customGist(f.Data)
 	case "complete":
 		var c events.Complete
 		_ = json.Unmarshal(f.Data, &c)
@@ -85,4 +91,26 @@ func indent(raw json.RawMessage) string {
 	}
 	b, _ := json.MarshalIndent(v, "       ", "  ")
 	return "       " + string(b)
+}
+
+// customGist is an application's custom event on one line: its payload
+// (as text when it is text, else its size) and its metadata.
+func customGist(data json.RawMessage) string {
+	var c events.Custom
+	if json.Unmarshal(data, &c) != nil {
+		return string(data)
+	}
+	b := c.Bytes()
+	preview := fmt.Sprintf("(%d bytes)", len(b))
+	if utf8.Valid(b) {
+		preview = string(b)
+		if r := []rune(preview); len(r) > 100 {
+			preview = string(r[:100]) + "…"
+		}
+		preview = strconv.Quote(preview)
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Metadata)) {
+		preview += " " + k + "=" + c.Metadata[k]
+	}
+	return preview
 }

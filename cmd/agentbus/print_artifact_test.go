@@ -25,3 +25,20 @@ func TestFormatFrameArtifacts(t *testing.T) {
 		t.Fatalf("step output printed as %q", got)
 	}
 }
+
+// A custom event prints its payload (text quoted, bytes as a size) and
+// its metadata in key order.
+func TestFormatFrameCustom(t *testing.T) {
+	frame := func(c events.Custom) events.Frame {
+		b, _ := json.Marshal(c)
+		return events.Frame{Offset: 9, Type: "custom", Data: b}
+	}
+	got := formatFrame(frame(events.NewCustom([]byte(`{"ticket":"OPS-12"}`), map[string]string{"source": "jira", "by": "ops"})))
+	if !strings.HasSuffix(got, `"{\"ticket\":\"OPS-12\"}" by=ops source=jira`) {
+		t.Fatalf("custom JSON printed as %q", got)
+	}
+	got = formatFrame(frame(events.NewCustom([]byte{0xff, 0x01}, nil)))
+	if !strings.HasSuffix(got, "(2 bytes)") {
+		t.Fatalf("custom bytes printed as %q", got)
+	}
+}

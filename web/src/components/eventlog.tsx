@@ -86,6 +86,13 @@ export function summary(f: Frame): string {
       return d.message ?? d.error ?? JSON.stringify(d);
     case 'cancelled':
       return `canceled${d.reason ? ': ' + d.reason : ''}`;
+    case 'custom': {
+      // An application's own message: JSON payload as is, bytes as their base64 size.
+      const payload = d.payload !== undefined ? JSON.stringify(d.payload)
+        : d.payload_base64 ? `(${Math.floor((d.payload_base64.length * 3) / 4) - (d.payload_base64.match(/=+$/)?.[0].length ?? 0)} bytes)` : '';
+      const meta = Object.entries(d.metadata ?? {}).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join(' ');
+      return [payload, meta].filter(Boolean).join(' ');
+    }
     case 'reset':
       return `stream reset (${d.reason ?? 'cursor void'}): events up to ${d.resume_from ?? f.offset} were not seen; state reloaded`;
     default:
