@@ -161,6 +161,11 @@ type Orchestrator struct {
 	scan        *scanner
 	tracer      trace.Tracer
 	sessions    *sessions.Store
+	// background runs work that no transition waits for (a session's
+	// summary by a model); Run cancels backgroundCtx and waits for it.
+	background       sync.WaitGroup
+	backgroundCtx    context.Context
+	cancelBackground context.CancelFunc
 }
 
 // New checks cfg, opens the buckets it needs and makes sure the timers
@@ -214,6 +219,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	}
 	o := &Orchestrator{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "orchestrator"), checkpoints: kv, controls: ctl,
 		sessions: cfg.Sessions}
+	o.backgroundCtx, o.cancelBackground = context.WithCancel(context.WithoutCancel(ctx))
 	o.scan = newScanner(o, leases)
 	o.tracer = cfg.TracerProvider.Tracer(tracerName)
 	return o, nil
@@ -255,6 +261,8 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); o.scan.run(ctx) }()
 	}
 	wg.Wait()
+	o.cancelBackground()
+	o.background.Wait()
 	return errors.Join(errs...)
 }
 

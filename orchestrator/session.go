@@ -177,11 +177,30 @@ func (o *Orchestrator) recordTurn(ctx context.Context, cp *Checkpoint) error {
 	if cp.Status == events.StateCompleted {
 		t.Answer, t.Citations = answerOf(cp.Result)
 	}
-	if _, err := o.sessions.Append(ctx, cp.TenantID, cp.User, st.ID, t); err != nil {
+	sess, err := o.sessions.Append(ctx, cp.TenantID, cp.User, st.ID, t)
+	if err != nil {
 		return fmt.Errorf("orchestrator: record the turn in session %s: %w", st.ID, err)
 	}
 	st.Recorded = cp.Status
+	if sess.SummaryPending != nil {
+		o.refineSummary(cp.TenantID, cp.User, st.ID)
+	}
 	return nil
+}
+
+// refineSummary has the configured summarizer (a model) write a
+// session's owed rolling summary in the background: never inside a
+// workflow's ending, whose lock stripe other workflows wait on. If this
+// process stops first, the extractive summary stands until the
+// session's next turn owes one again.
+func (o *Orchestrator) refineSummary(tenant, user, session string) {
+	o.background.Add(1)
+	go func() {
+		defer o.background.Done()
+		if _, err := o.sessions.Refine(o.backgroundCtx, tenant, user, session); err != nil && o.backgroundCtx.Err() == nil {
+			o.log.Warn("session summary not refined", "tenant", tenant, "session", session, "err", err)
+		}
+	}()
 }
 
 // answerOf takes the answer and its citations out of a workflow's result:

@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -51,6 +52,13 @@ func (a *answerer) last(t *testing.T) agents.Request {
 // step for any query, with cfg's Rewriter.
 func startSessions(t *testing.T, rewriter orchestrator.Completer) (*bustest.Env, *answerer, *sessions.Store) {
 	t.Helper()
+	return startSessionsWith(t, rewriter, nil)
+}
+
+// startSessionsWith is startSessions with the sessions' Summarizer (nil:
+// the default).
+func startSessionsWith(t *testing.T, rewriter orchestrator.Completer, summarizer sessions.Summarizer) (*bustest.Env, *answerer, *sessions.Store) {
+	t.Helper()
 	env := bustest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -64,7 +72,7 @@ func startSessions(t *testing.T, rewriter orchestrator.Completer) (*bustest.Env,
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	store, err := sessions.New(sessions.Config{Bus: env.Bus, Logger: log})
+	store, err := sessions.New(sessions.Config{Bus: env.Bus, Logger: log, Summarizer: summarizer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,14 +202,65 @@ func TestSessionSummaryByTheLLM(t *testing.T) {
 		t.Fatal(err)
 	}
 	turn := events.Turn{WorkflowID: "w1", Query: "how does sync.RWMutex work", Answer: "RWMutex is a reader/writer lock.", Status: events.StateCompleted}
-	s, err := store.Append(ctx, "acme", "", "s1", turn)
-	if err != nil || s.Summary != "The user asked how sync.RWMutex works: a reader/writer lock." || !strings.Contains(s.SummaryBy, "test-model") {
-		t.Fatalf("LLM summary: %q by %q (%v)", s.Summary, s.SummaryBy, err)
+	for _, id := range []string{"s1", "s2"} {
+		if _, err := store.Append(ctx, "acme", "", id, turn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := store.Refine(ctx, "acme", "", "s1"); !ok || err != nil {
+		t.Fatalf("Refine = %v, %v", ok, err)
+	}
+	s, err := store.Load(ctx, "acme", "", "s1")
+	if err != nil || s.Summary != "The user asked how sync.RWMutex works: a reader/writer lock." || !strings.Contains(s.SummaryBy, "test-model") || s.SummaryPending != nil {
+		t.Fatalf("LLM summary: %q by %q, pending %+v (%v)", s.Summary, s.SummaryBy, s.SummaryPending, err)
 	}
 	good = false
-	s, err = store.Append(ctx, "acme", "", "s2", turn)
-	if err != nil || s.SummaryBy != sessions.MethodExtractive || !strings.HasPrefix(s.Summary, "1. how does sync.RWMutex work — ") {
-		t.Fatalf("fallback summary: %q by %q (%v)", s.Summary, s.SummaryBy, err)
+	if ok, err := store.Refine(ctx, "acme", "", "s2"); ok || err != nil {
+		t.Fatalf("Refine with a bad answer = %v, %v", ok, err)
+	}
+	s, err = store.Load(ctx, "acme", "", "s2")
+	if err != nil || s.SummaryBy != sessions.MethodExtractive || !strings.HasPrefix(s.Summary, "1. how does sync.RWMutex work — ") || s.SummaryPending != nil {
+		t.Fatalf("fallback summary: %q by %q, pending %+v (%v)", s.Summary, s.SummaryBy, s.SummaryPending, err)
+	}
+}
+
+// gatedSummarizer writes its summary only once released: a model that
+// takes its time.
+type gatedSummarizer struct{ release chan struct{} }
+
+func (g gatedSummarizer) Summarize(ctx context.Context, _ string, turns []events.Turn) (string, string, error) {
+	select {
+	case <-g.release:
+		return fmt.Sprintf("slow model: %d turns", len(turns)), "slow-model", nil
+	case <-ctx.Done():
+		return "", "slow-model", ctx.Err()
+	}
+}
+
+// A slow summarizer never holds up a workflow's ending: the workflow
+// completes with the extractive summary in its session, and the model's
+// replaces it later, in the background.
+func TestSessionSummaryDoesNotHoldTheEnding(t *testing.T) {
+	g := gatedSummarizer{release: make(chan struct{})}
+	env, _, store := startSessionsWith(t, nil, g)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i, q := range []string{"how does sync.RWMutex work", "what is sync.Once", "what does sync.Pool do"} {
+		id := fmt.Sprintf("turn-%d", i+1)
+		submit(t, env.Bus, "acme", id, events.WorkflowSubmitted{Query: q, SessionID: "slow"})
+		completed(t, collect(t, env.Bus, "acme", id))
+	}
+	s, err := store.Load(ctx, "acme", "", "slow")
+	if err != nil || s.SummaryCovers != 3 || s.SummaryBy != sessions.MethodExtractive || s.SummaryPending == nil {
+		t.Fatalf("with the model still writing: summary by %q covering %d, pending %+v (%v)", s.SummaryBy, s.SummaryCovers, s.SummaryPending, err)
+	}
+	close(g.release)
+	waitFor(t, "the model's summary in place of the extractive one", func() bool {
+		s, err = store.Load(ctx, "acme", "", "slow")
+		return err == nil && s.SummaryBy == "slow-model"
+	})
+	if s.Summary != "slow model: 3 turns" || s.SummaryPending != nil {
+		t.Fatalf("refined summary %q, pending %+v", s.Summary, s.SummaryPending)
 	}
 }
 

@@ -40,13 +40,13 @@ type Config struct {
 	// MaxCitations drops a turn's citations above this many bytes of JSON;
 	// default 16384.
 	MaxCitations int
-	// Summarizer writes the rolling summary; default Extractive{}. One
-	// that fails is replaced by Extractive for that summary, and the
+	// Summarizer writes the rolling summary; default Extractive{}. Any
+	// other (a model) writes it in Refine, after Append has stored the
+	// extractive one; if it fails, the extractive one stands and the
 	// failure is logged.
 	Summarizer Summarizer
-	// SummaryTimeout bounds one summary by Summarizer (an LLM): the
-	// append waits for it, within the orchestrator's transition of the
-	// workflow's end. Default 10s; past it the extractive summary stands.
+	// SummaryTimeout bounds one summary by Summarizer in Refine; default
+	// 10s; past it the extractive summary stands.
 	SummaryTimeout time.Duration
 	Logger         *slog.Logger
 	// Now stamps sessions; default time.Now.
@@ -116,11 +116,25 @@ type Session struct {
 	Dropped int `json:"dropped,omitempty"`
 	// Summary sums up turns 1 to SummaryCovers; SummaryBy says who wrote
 	// it ("extractive", or the model's name).
-	Summary       string    `json:"summary,omitempty"`
-	SummaryCovers int       `json:"summary_covers,omitempty"`
-	SummaryBy     string    `json:"summary_by,omitempty"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	Summary       string `json:"summary,omitempty"`
+	SummaryCovers int    `json:"summary_covers,omitempty"`
+	SummaryBy     string `json:"summary_by,omitempty"`
+	// SummaryPending, when set, is a summary the configured Summarizer
+	// still owes (Refine writes it); Summary is the extractive one
+	// meanwhile.
+	SummaryPending *Refinement `json:"summary_pending,omitempty"`
+	CreatedAt      time.Time   `json:"created_at"`
+	UpdatedAt      time.Time   `json:"updated_at"`
+}
+
+// Refinement is a rolling summary a slow Summarizer (a model) owes: it
+// sums up Base (the summary before) and turns From to Covers. Append
+// writes the extractive summary at once, so that a model never holds up
+// the workflow whose ending appends the turn, and Refine replaces it.
+type Refinement struct {
+	Base   string `json:"base,omitempty"`
+	From   int    `json:"from"`
+	Covers int    `json:"covers"`
 }
 
 // Count is how many turns the session has had, dropped ones included.
@@ -266,7 +280,9 @@ func (s *Store) List(ctx context.Context, tenant, user string) ([]Brief, error) 
 const maxConflicts = 64
 
 // Append records a finished turn in a session (created if new), and
-// brings the rolling summary up to date every SummaryEvery turns. It is
+// brings the rolling summary up to date every SummaryEvery turns: by
+// Extractive at once, and, when another Summarizer is configured, marks
+// the session's SummaryPending for Refine to write that one. It is
 // idempotent by workflow id: a turn whose workflow the session already
 // has replaces that turn's content in place (a workflow resumed after a
 // failure and then completed) or, if equal, changes nothing — a
@@ -315,7 +331,7 @@ func (s *Store) Append(ctx context.Context, tenant, user, id string, t events.Tu
 			return sess, nil
 		}
 		if added && sess.Count()%s.cfg.SummaryEvery == 0 {
-			s.summarize(ctx, &sess)
+			s.summarizeNow(ctx, &sess)
 		}
 		if over := len(sess.Turns) - s.cfg.MaxTurns; over > 0 {
 			sess.Turns = sess.Turns[over:]
@@ -379,20 +395,94 @@ func (s *Store) trim(t events.Turn) events.Turn {
 	return t
 }
 
-// summarize brings the summary up to date with every turn: the previous
-// summary and the turns after it, by the configured Summarizer, or
-// Extractive if that fails.
-func (s *Store) summarize(ctx context.Context, sess *Session) {
-	from := max(0, sess.SummaryCovers-sess.Dropped)
-	turns := sess.Turns[from:]
+// summarizeNow brings the summary up to date with every turn, by
+// Extractive from the previous summary and the turns after it; with
+// another Summarizer configured it leaves that one's summary pending.
+func (s *Store) summarizeNow(ctx context.Context, sess *Session) {
+	base, from := sess.Summary, sess.SummaryCovers+1
+	ex, extractive := s.cfg.Summarizer.(Extractive)
+	text, by, _ := ex.Summarize(ctx, base, sess.turns(from, sess.Count()))
+	sess.Summary, sess.SummaryCovers, sess.SummaryBy, sess.SummaryPending = text, sess.Count(), by, nil
+	if !extractive {
+		sess.SummaryPending = &Refinement{Base: base, From: from, Covers: sess.Count()}
+	}
+}
+
+// turns returns the kept turns numbered from to covers.
+func (s Session) turns(from, covers int) []events.Turn {
+	lo := min(max(0, from-1-s.Dropped), len(s.Turns))
+	hi := min(max(lo, covers-s.Dropped), len(s.Turns))
+	return s.Turns[lo:hi]
+}
+
+// Refine writes the summary a session's SummaryPending owes, by the
+// configured Summarizer, in place of the extractive one — unless a newer
+// summary has come due meanwhile (its own Refine writes that one). If the
+// Summarizer fails, the extractive summary stays. Nothing pending: it does
+// nothing. It reports whether it replaced the summary.
+func (s *Store) Refine(ctx context.Context, tenant, user, id string) (bool, error) {
+	key, err := subjects.SessionKey(tenant, user, id)
+	if err != nil {
+		return false, err
+	}
+	kv, err := s.kv(ctx)
+	if err != nil {
+		return false, err
+	}
+	sess, _, err := s.get(ctx, kv, key)
+	if errors.Is(err, bus.ErrNotFound) || err == nil && sess.SummaryPending == nil {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	owed := *sess.SummaryPending
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.SummaryTimeout)
-	text, by, err := s.cfg.Summarizer.Summarize(sctx, sess.Summary, turns)
+	text, by, err := s.cfg.Summarizer.Summarize(sctx, owed.Base, sess.turns(owed.From, owed.Covers))
 	cancel()
 	if err != nil || text == "" {
-		s.log.Warn("summary: falling back to the extractive one", "session", sess.SessionID, "summarizer", by, "err", err)
-		text, by, _ = Extractive{}.Summarize(ctx, sess.Summary, turns)
+		s.log.Warn("summary: keeping the extractive one", "session", id, "summarizer", by, "err", err)
+		text = ""
 	}
-	sess.Summary, sess.SummaryCovers, sess.SummaryBy = text, sess.Count(), by
+	for range maxConflicts {
+		sess, rev, err := s.get(ctx, kv, key)
+		if err != nil {
+			return false, err
+		}
+		if sess.SummaryPending == nil || *sess.SummaryPending != owed {
+			return false, nil // written by another, or a newer one is due
+		}
+		sess.SummaryPending = nil
+		if text != "" {
+			sess.Summary, sess.SummaryBy = text, by
+		}
+		data, err := json.Marshal(sess)
+		if err != nil {
+			return false, err
+		}
+		_, err = kv.Update(ctx, key, data, rev)
+		if errors.Is(err, bus.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("sessions: summary of %s: %w", id, err)
+		}
+		return text != "", nil
+	}
+	return false, fmt.Errorf("sessions: summary of %s: %w after %d attempts", id, bus.ErrConflict, maxConflicts)
+}
+
+// get reads a stored session and its revision.
+func (s *Store) get(ctx context.Context, kv *bus.KV, key string) (Session, uint64, error) {
+	e, err := kv.Get(ctx, key)
+	if err != nil {
+		return Session{}, 0, fmt.Errorf("sessions: %s: %w", key, err)
+	}
+	var sess Session
+	if err := json.Unmarshal(e.Value, &sess); err != nil {
+		return Session{}, 0, fmt.Errorf("sessions: session %s is corrupt: %w", key, err)
+	}
+	return sess, e.Revision, nil
 }
 
 // cut shortens s to at most n bytes at a rune boundary, marking the cut.

@@ -199,3 +199,74 @@ func TestSessionsAreScoped(t *testing.T) {
 		t.Fatalf("bad id: %v", err)
 	}
 }
+
+// recordingSummarizer sums up as "model: <base> + <queries>" and runs
+// during, if set, inside its call.
+type recordingSummarizer struct{ during func() }
+
+func (r recordingSummarizer) Summarize(_ context.Context, previous string, turns []events.Turn) (string, string, error) {
+	if r.during != nil {
+		r.during()
+	}
+	var qs []string
+	for _, t := range turns {
+		qs = append(qs, t.Query)
+	}
+	return "model: [" + previous + "] + " + strings.Join(qs, ", "), "model-y", nil
+}
+
+// With a model as the Summarizer, Append stores the extractive summary
+// and owes the model's; Refine writes it from the summary before and the
+// turns since, once; a Refine overtaken by a newer due summary leaves it
+// to that one's Refine.
+func TestRefineWritesTheOwedSummary(t *testing.T) {
+	ctx := ctxT(t)
+	var s *sessions.Store
+	during := func() {}
+	s = newStore(t, sessions.Config{SummaryEvery: 1, Summarizer: recordingSummarizer{during: func() { during() }}})
+	if _, err := s.Append(ctx, "acme", "", "s1", turn("wf-1", "q1", "A1.")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Append(ctx, "acme", "", "s1", turn("wf-2", "q2", "A2."))
+	if err != nil || got.SummaryBy != sessions.MethodExtractive || got.Summary != "1. q1 — A1.\n2. q2 — A2." ||
+		got.SummaryPending == nil || *got.SummaryPending != (sessions.Refinement{Base: "1. q1 — A1.", From: 2, Covers: 2}) {
+		t.Fatalf("after two turns: %+v, %v", got, err)
+	}
+	if ok, err := s.Refine(ctx, "acme", "", "s1"); !ok || err != nil {
+		t.Fatalf("Refine = %v, %v", ok, err)
+	}
+	got, _ = s.Load(ctx, "acme", "", "s1")
+	if got.Summary != "model: [1. q1 — A1.] + q2" || got.SummaryBy != "model-y" || got.SummaryCovers != 2 || got.SummaryPending != nil {
+		t.Fatalf("refined: %+v", got)
+	}
+	if ok, err := s.Refine(ctx, "acme", "", "s1"); ok || err != nil {
+		t.Fatalf("a second Refine = %v, %v; want nothing to do", ok, err)
+	}
+
+	if _, err := s.Append(ctx, "acme", "", "s1", turn("wf-3", "q3", "A3.")); err != nil {
+		t.Fatal(err)
+	}
+	during = func() {
+		during = func() {}
+		if _, err := s.Append(ctx, "acme", "", "s1", turn("wf-4", "q4", "A4.")); err != nil {
+			t.Error(err)
+		}
+	}
+	if ok, err := s.Refine(ctx, "acme", "", "s1"); ok || err != nil {
+		t.Fatalf("an overtaken Refine = %v, %v; want it to leave the newer one", ok, err)
+	}
+	got, _ = s.Load(ctx, "acme", "", "s1")
+	if got.SummaryCovers != 4 || got.SummaryBy != sessions.MethodExtractive || got.SummaryPending == nil || got.SummaryPending.Covers != 4 {
+		t.Fatalf("after an overtaken Refine: %+v", got)
+	}
+	if ok, err := s.Refine(ctx, "acme", "", "s1"); !ok || err != nil {
+		t.Fatalf("Refine of the newer = %v, %v", ok, err)
+	}
+	got, _ = s.Load(ctx, "acme", "", "s1")
+	if !strings.HasSuffix(got.Summary, "] + q4") || got.SummaryCovers != 4 {
+		t.Fatalf("refined at 4: %q", got.Summary)
+	}
+	if ok, err := s.Refine(ctx, "acme", "", "nope"); ok || err != nil {
+		t.Fatalf("Refine of no session = %v, %v", ok, err)
+	}
+}
