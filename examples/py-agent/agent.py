@@ -67,7 +67,8 @@ class Step:
             raise PermanentError(f"step request data is not JSON: {err}") from err
         if not isinstance(data, dict):
             raise PermanentError("step request data is not a JSON object")
-        self.step_id = data.get("step_id") or h.get("ce-stepid", "")
+        step_id = data.get("step_id")
+        self.step_id = step_id if isinstance(step_id, str) else h.get("ce-stepid", "")
         if not self.step_id:
             raise PermanentError("step request without step_id")
         self.attempt = data.get("attempt") if isinstance(data.get("attempt"), int) else 1
@@ -217,7 +218,7 @@ async def main():
     while not stopping.is_set():
         try:
             msgs = await sub.fetch(1, timeout=2)
-        except FetchTimeout:
+        except (FetchTimeout, asyncio.TimeoutError):  # no step within 2 s: nats-py's TimeoutError is one
             continue
         except Exception as err:
             log("fetch failed", error=repr(err))
