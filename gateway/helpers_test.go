@@ -15,11 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbus/agentbus/agents"
-	"github.com/agentbus/agentbus/agents/echo"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/gateway"
-	"github.com/agentbus/agentbus/orchestrator"
+	"github.com/agentbus/agentbus/internal/stacktest"
 )
 
 // deadline bounds every wait in these tests; nothing sleeps.
@@ -43,27 +41,7 @@ func startStack(t testing.TB, tweak ...func(*gateway.Config)) *stack {
 }
 
 // startBackend runs an echo worker and an orchestrator on env until cleanup.
-func startBackend(t testing.TB, env *bustest.Env) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	log := bustest.Logger(t)
-	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{echo.Agent{}}, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	o, err := orchestrator.New(ctx, orchestrator.Config{Bus: env.Bus, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = w.Run(ctx) }()
-	go func() { defer wg.Done(); _ = o.Run(ctx) }()
-}
+func startBackend(t testing.TB, env *bustest.Env) { stacktest.StartOn(t, env, stacktest.Options{}) }
 
 // startGateway serves a gateway for env on a loopback port until cleanup.
 func startGateway(t testing.TB, env *bustest.Env, tweak ...func(*gateway.Config)) *stack {
