@@ -32,20 +32,7 @@ func TestCustomKeepsPayloadBytes(t *testing.T) {
 			if got := len(c.Payload) > 0; got != tt.asJSON {
 				t.Errorf("held as JSON = %v, want %v", got, tt.asJSON)
 			}
-			data, err := json.Marshal(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := schemas.Validate(events.TypeCustom.Schema(), data); err != nil {
-				t.Fatalf("schema: %v (data %s)", err, data)
-			}
-			var back events.Custom
-			if err := json.Unmarshal(data, &back); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(back.Bytes(), tt.payload) {
-				t.Errorf("Bytes() = %q, want %q (data %s)", back.Bytes(), tt.payload, data)
-			}
+			back := roundTrip(t, c, tt.payload)
 			if back.Metadata["k"] != "v" {
 				t.Errorf("metadata = %v", back.Metadata)
 			}
@@ -57,20 +44,26 @@ func FuzzCustomKeepsPayloadBytes(f *testing.F) {
 	for _, s := range []string{"", "0", "x", `{"a":1}`, `{"a": 1}`, `"\u2028"`, "\xff"} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, payload []byte) {
-		data, err := json.Marshal(events.NewCustom(payload, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := schemas.Validate(events.TypeCustom.Schema(), data); err != nil {
-			t.Fatalf("schema: %v (data %s)", err, data)
-		}
-		var back events.Custom
-		if err := json.Unmarshal(data, &back); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(back.Bytes(), payload) {
-			t.Fatalf("Bytes() = %q, want %q", back.Bytes(), payload)
-		}
-	})
+	f.Fuzz(func(t *testing.T, payload []byte) { roundTrip(t, events.NewCustom(payload, nil), payload) })
+}
+
+// roundTrip encodes c as event data, checks it against the schema,
+// decodes it and checks that its bytes are payload.
+func roundTrip(t *testing.T, c events.Custom, payload []byte) events.Custom {
+	t.Helper()
+	data, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schemas.Validate(events.TypeCustom.Schema(), data); err != nil {
+		t.Fatalf("schema: %v (data %s)", err, data)
+	}
+	var back events.Custom
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(back.Bytes(), payload) {
+		t.Fatalf("Bytes() = %q, want %q (data %s)", back.Bytes(), payload, data)
+	}
+	return back
 }
