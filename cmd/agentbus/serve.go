@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentbus/agentbus"
+	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/gateway"
 	"github.com/agentbus/agentbus/orchestrator"
 	"github.com/agentbus/agentbus/retrieval"
@@ -88,8 +90,8 @@ type readyInfo struct {
 
 // agentDeps opens what the built-in agents need: the LLM, the embedder and
 // the search backend (indexing the sample corpus into an empty default
-// index first, if asked to).
-func (f serveFlags) agentDeps(ctx context.Context, b *bus.Bus, log *slog.Logger) (agentDeps, error) {
+// index first, if asked to). The bus is set once it is connected.
+func (f serveFlags) agentDeps(ctx context.Context, log *slog.Logger) (agentDeps, error) {
 	chat, err := f.plan.chat()
 	if err != nil {
 		return agentDeps{}, err
@@ -112,26 +114,20 @@ func (f serveFlags) agentDeps(ctx context.Context, b *bus.Bus, log *slog.Logger)
 		log.Info("search backend", "backend", be.Name(), "profiles", be.Profiles())
 		return be, nil
 	}
-	return agentDeps{b: b, log: log, chat: chat, backend: open, embedder: emb}, nil
+	return agentDeps{log: log, chat: chat, backend: open, embedder: emb}, nil
 }
 
 // serve runs everything until ctx ends; ready, if not nil, is called once
-// every part is listening.
+// every part is listening. The parts are agentbus.Run's; serve adds the
+// flags' checks, the data lock, the HTTP port probe and the exit codes.
 func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
-	start := time.Now()
 	log, err := newLogger(f.logOut, f.logLevel)
 	if err != nil {
 		return err
 	}
-	if err := f.streams.check(); err != nil {
-		return err
-	}
-	cluster, jsSync, err := f.cluster.server()
+	server, err := f.server()
 	if err != nil {
 		return err
-	}
-	if f.streams.replicas > 1 && !cluster.On() && f.natsConfig == "" {
-		return &exitError{code: exitUsage, msg: fmt.Sprintf("--replicas %d needs a cluster: give the embedded server --cluster-addr and --routes (or a cluster block in --nats-config)", f.streams.replicas)}
 	}
 	release, err := lockData(f.data, "serve")
 	if err != nil {
@@ -141,105 +137,102 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 	if err := probeHTTP(f.httpAddr); err != nil {
 		return err
 	}
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: f.data, Addr: f.natsAddr, ConfigFile: f.natsConfig, Logger: log,
-		Name: f.cluster.serverName, Cluster: cluster, Sync: jsSync})
-	if err != nil {
-		return serverStartFailed(err)
-	}
-	srv.LogTo(log)
-	if !f.replicasSet && f.streams.replicas <= 1 && srv.Clustered() {
-		f.streams.replicas = 3 // a cluster's default
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	b, err := bus.Connect(ctx, bus.Config{Server: srv, Name: "agentbus-serve", Logger: log})
+	cfg, stopTracing, err := f.config(ctx, server, log)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	if err := b.Provision(ctx, f.streams.config(f.eventsMaxAge)); err != nil {
-		return provisionFailed(err)
+	defer stopTracing()
+	cfg.Ready = func(i agentbus.Info) {
+		if ready != nil {
+			ready(readyInfo{NATSURL: i.NATSURL, HTTPURL: i.HTTPURL, DataDir: i.DataDir})
+		}
 	}
+	return runFailed(agentbus.Run(ctx, cfg), f.httpAddr)
+}
+
+// server checks the stream and cluster flags and returns the embedded
+// server's settings.
+func (f serveFlags) server() (bus.ServerConfig, error) {
+	if err := f.streams.check(); err != nil {
+		return bus.ServerConfig{}, err
+	}
+	cluster, jsSync, err := f.cluster.server()
+	if err != nil {
+		return bus.ServerConfig{}, err
+	}
+	if f.streams.replicas > 1 && !cluster.On() && f.natsConfig == "" {
+		return bus.ServerConfig{}, &exitError{code: exitUsage, msg: fmt.Sprintf("--replicas %d needs a cluster: give the embedded server --cluster-addr and --routes (or a cluster block in --nats-config)", f.streams.replicas)}
+	}
+	return bus.ServerConfig{ConfigFile: f.natsConfig, Name: f.cluster.serverName, Cluster: cluster, Sync: jsSync}, nil
+}
+
+// config is what serve runs: the embedded server as given, the built-in
+// agents (built once the bus is connected: they need it), the
+// orchestrator and the gateway, with tracing (stopTracing flushes its
+// spans).
+func (f serveFlags) config(ctx context.Context, server bus.ServerConfig, log *slog.Logger) (cfg agentbus.Config, stopTracing func(), err error) {
 	if f.worker.capabilities == nil {
 		f.worker = defaultWorkerFlags()
 	}
 	if f.search.backend == "" {
 		f.search.backend = "embedded"
 	}
-	tp, stopTracing, err := f.otel.start(ctx, "agentbus", log)
-	if err != nil {
-		return err
-	}
-	defer stopTracing()
-	f.worker.tracer, f.plan.tracer = tp, tp
 	// The orchestrator's and workers' metrics, served at the gateway's
 	// /metrics beside its own.
 	metrics, err := newAppMetrics(true, true, false)
 	if err != nil {
-		return err
+		return cfg, nil, err
 	}
 	f.plan.metrics = metrics
-	d, err := f.agentDeps(ctx, b, log)
+	d, err := f.agentDeps(ctx, log)
 	if err != nil {
-		return err
+		return cfg, nil, err
 	}
 	d.metrics = metrics
-	w, closeAgents, err := f.worker.worker(ctx, d)
+	tp, stopTracing, err := f.otel.start(ctx, "agentbus", log)
 	if err != nil {
+		return cfg, nil, err
+	}
+	f.worker.tracer, f.plan.tracer = tp, tp
+	streams := f.streams.config(f.eventsMaxAge)
+	switch {
+	case f.replicasSet:
+		streams.Replicas = max(streams.Replicas, 1) // as given, on a cluster too
+	case streams.Replicas <= 1:
+		streams.Replicas = 0 // Run's default: 3 on a cluster, else 1
+	}
+	return agentbus.Config{
+		DataDir: f.data, DataDirLocked: true, NATSAddr: f.natsAddr, Server: server, HTTPAddr: f.httpAddr, Name: "agentbus-serve",
+		Streams: streams, Logger: log,
+		WorkerFrom: func(ctx context.Context, b *bus.Bus) (*agents.Worker, func(), error) {
+			d.b = b
+			return f.worker.worker(ctx, d)
+		},
+		OrchestratorFrom: func(_ context.Context, b *bus.Bus) (orchestrator.Config, error) { return f.plan.config(b, log) },
+		// One registry, with the workers' embedder, discovers for the
+		// orchestrator and the gateway.
+		Registry: discovery.Config{Embedder: d.embedder},
+		Gateway: gateway.Config{Auth: f.auth.config(), WS: f.ws.config(), CORS: f.ws.cors(), Documents: f.ws.documents(),
+			Metrics: metrics.gatherer(), TracerProvider: tp},
+	}, stopTracing, nil
+}
+
+// runFailed turns agentbus.Run's error into the process's answer: the
+// message and exit status of the part that did not start.
+func runFailed(err error, httpAddr string) error {
+	var se *agentbus.StartError
+	if !errors.As(err, &se) {
 		return err
 	}
-	defer closeAgents()
-	if err := w.Start(ctx); err != nil {
-		return err
+	switch se.Stage {
+	case agentbus.ErrServerStart:
+		return serverStartFailed(se.Err)
+	case agentbus.ErrProvision:
+		return provisionFailed(se.Err)
+	case agentbus.ErrListen:
+		return httpListenFailed(httpAddr, se.Err)
+	case agentbus.ErrGatewayConfig:
+		return &exitError{code: exitUsage, msg: se.Err.Error()}
 	}
-	ocfg, err := f.plan.config(b, log)
-	if err != nil {
-		return err
-	}
-	// One registry, with the workers' embedder, discovers for the
-	// orchestrator and the gateway.
-	reg, err := openRegistry(ctx, b, d.embedder, log)
-	if err != nil {
-		return err
-	}
-	defer reg.Close()
-	ocfg.Registry = reg
-	o, err := orchestrator.New(ctx, ocfg)
-	if err != nil {
-		return err
-	}
-	g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: f.httpAddr, Logger: log, Auth: f.auth.config(), WS: f.ws.config(), CORS: f.ws.cors(), Documents: f.ws.documents(),
-		Metrics: metrics.gatherer(), TracerProvider: tp, Registry: reg})
-	if err != nil {
-		return &exitError{code: exitUsage, msg: err.Error()}
-	}
-	addr, err := g.Listen()
-	if err != nil {
-		return httpListenFailed(f.httpAddr, err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errs := make([]error, 3)
-	for i, run := range []func(context.Context) error{w.Run, o.Run, g.Run} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if errs[i] = run(runCtx); errs[i] != nil {
-				cancel() // one part failing stops the whole
-			}
-		}()
-	}
-	log.Info("agentbus ready", "nats", srv.ClientURL(), "http", "http://"+addr.String(), "data", srv.DataDir(),
-		"agents", w.Capabilities(), "server", srv.Name(), "cluster", srv.ClusterName(), "replicas", max(f.streams.replicas, 1),
-		"startup", time.Since(start).Round(time.Millisecond))
-	if ready != nil {
-		ready(readyInfo{NATSURL: srv.ClientURL(), HTTPURL: "http://" + addr.String(), DataDir: srv.DataDir()})
-	}
-	wg.Wait()
-	log.Info("agentbus stopped")
-	return errors.Join(errs...)
+	return err
 }
