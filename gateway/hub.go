@@ -236,7 +236,10 @@ func (h *hub) run(ctx context.Context, after uint64) {
 		}
 		return nil
 	})
-	if err == nil && !ended && ctx.Err() == nil {
+	// Whether the hub was stopped (the gateway closing, or no stream
+	// left) must be read before h.cancel below, which ends ctx too.
+	stopped := ctx.Err() != nil
+	if err == nil && !ended && !stopped {
 		err = errors.New("gateway: event stream ended before the workflow did")
 	}
 	h.hs.mu.Lock()
@@ -251,7 +254,7 @@ func (h *hub) run(ctx context.Context, after uint64) {
 	for s := range subs {
 		s.q.wake()
 	}
-	if ended || ctx.Err() != nil {
+	if ended || stopped {
 		return // subscribers got the terminal event, or are closing
 	}
 	h.hs.g.log.Warn("workflow event hub failed", "tenant", h.key.tenant, "workflow", h.key.workflow, "err", err)

@@ -202,3 +202,35 @@ func TestHubServesA2AStreams(t *testing.T) {
 		t.Fatalf("%d streams ended with a final status, want %d", n, streams)
 	}
 }
+
+// TestHubFailureClosesItsStreams: when a hub's event stream fails (here
+// its gateway's NATS connection closes under it), the streams that joined
+// it are closed, so that their clients resume from their offsets
+// elsewhere, instead of waiting for events that will never come.
+func TestHubFailureClosesItsStreams(t *testing.T) {
+	env := bustest.New(t)
+	own := bustest.Connect(t, env)
+	s := startGateway(t, env, func(c *gateway.Config) { c.Bus = own })
+	bareWorkflow(t, env, "wf", "working")
+	mustPublish(t, env, "wf", 0, false)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	done := make(chan stream, 1)
+	go func() {
+		st, _ := s.readSSE(ctx, "/v1/workflows/wf/events", func(sseFrame, []string) error { return nil })
+		done <- st
+	}()
+	until(t, "joined the hub", func() bool {
+		return consumers(t, s) == 1 && s.metric(t, "agentbus_gateway_hubs") == 1 &&
+			s.metric(t, `agentbus_gateway_frames_sent_total{kind="sse"}`) == 1
+	})
+	own.Close()
+	select {
+	case st := <-done:
+		if n := len(st.Frames); n == 0 || terminal(st.Frames[n-1].Event) {
+			t.Fatalf("the stream closed after %s, want it cut short after the first event", summary(st.Frames))
+		}
+	case <-ctx.Done():
+		t.Fatal("the stream of a failed hub stayed open")
+	}
+}
