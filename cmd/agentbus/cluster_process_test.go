@@ -195,7 +195,11 @@ func (c *serveCluster) replay(t *testing.T, id string) []events.Frame {
 		out = append(out, f)
 		return nil
 	}); err != nil {
-		t.Fatalf("replay %s: %v", id, err)
+		// What the workflow's checkpoint says, and what was read of it,
+		// tells a replay that stalled from a workflow that never ended.
+		var state json.RawMessage
+		getJSON(t, c.live()[0]+"/v1/workflows/"+id, &state)
+		t.Fatalf("replay %s: %v after %v at %v; its state: %s; the streams: %s", id, err, types(out), offsets(out), state, c.stepsOf(t, id, state))
 	}
 	return out
 }
@@ -208,7 +212,11 @@ func (c *serveCluster) checkWorkflow(t *testing.T, id string, seen []events.Fram
 	t.Helper()
 	log := c.replay(t, id)
 	if len(log) == 0 || log[len(log)-1].Type != "complete" {
-		t.Errorf("%s did not complete: %v", id, types(log))
+		var end json.RawMessage
+		if len(log) > 0 {
+			end = log[len(log)-1].Data
+		}
+		t.Errorf("%s did not complete: %v, ending %s", id, types(log), end)
 		return
 	}
 	done := map[string]int{}
@@ -259,6 +267,71 @@ func (c *serveCluster) checkWorkflow(t *testing.T, id string, seen []events.Fram
 		}
 		t.Errorf("%s: a live follower saw offsets %v, the log is %v", id, offsets(seen), offsets(log))
 	}
+}
+
+// stepsOf says, for each working step of a workflow's state, whether its
+// request is still stored in AGENTBUS_STEPS, what its capability's
+// consumer holds, and what the workflow's timer subject holds: where a
+// step that never ends is stuck.
+func (c *serveCluster) stepsOf(t *testing.T, id string, state json.RawMessage) string {
+	t.Helper()
+	var st struct {
+		Tasks map[string]struct {
+			Capability string `json:"capability"`
+			Status     string `json:"status"`
+			StepSeq    uint64 `json:"step_seq"`
+		} `json:"tasks"`
+	}
+	if err := json.Unmarshal(state, &st); err != nil {
+		return err.Error()
+	}
+	var urls []string
+	for _, n := range c.nodes {
+		if n.httpURL != "" {
+			urls = append(urls, n.natsURL)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b, err := bus.Connect(ctx, bus.Config{URL: strings.Join(urls, ","), Name: "test-steps", Logger: bustest.Logger(t)})
+	if err != nil {
+		return err.Error()
+	}
+	defer b.Close()
+	js := b.JetStream()
+	var out []string
+	for sid, task := range st.Tasks {
+		if task.Status != "working" {
+			continue
+		}
+		line := fmt.Sprintf("step %s (seq %d):", sid, task.StepSeq)
+		if str, err := js.Stream(ctx, subjects.StreamSteps); err == nil {
+			m, err := str.GetMsg(ctx, task.StepSeq)
+			if err != nil {
+				line += fmt.Sprintf(" request: %v;", err)
+			} else {
+				line += fmt.Sprintf(" request stored on %s;", m.Subject)
+			}
+		}
+		name, _ := subjects.StepConsumer(task.Capability)
+		if cons, err := js.Consumer(ctx, subjects.StreamSteps, name); err != nil {
+			line += fmt.Sprintf(" consumer %s: %v;", name, err)
+		} else if ci, err := cons.Info(ctx); err == nil {
+			line += fmt.Sprintf(" consumer %s: delivered %d, ack floor %d, pending %d, ack pending %d, redelivered %d, waiting %d, leader %v;",
+				name, ci.Delivered.Stream, ci.AckFloor.Stream, ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting, ci.Cluster)
+		}
+		out = append(out, line)
+	}
+	timer, _ := subjects.Timer("default", id)
+	if str, err := js.Stream(ctx, subjects.StreamTimers); err == nil {
+		m, err := str.GetLastMsgForSubject(ctx, timer)
+		if err != nil {
+			out = append(out, fmt.Sprintf("timer: %v", err))
+		} else {
+			out = append(out, fmt.Sprintf("timer: seq %d, headers %v, data %s", m.Sequence, m.Header, m.Data))
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // storedEvents reads workflow id's events straight from the events stream
