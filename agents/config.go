@@ -39,6 +39,13 @@ type WorkerConfig struct {
 	RetryBase, RetryMax time.Duration
 	// StepTimeout bounds one run of a step's handler; default 5m.
 	StepTimeout time.Duration
+	// ReplyRetry is how long a step's reply that the replies stream does
+	// not store (it is electing a leader after a node loss, say) is tried
+	// again, with in-progress acks holding the step meanwhile, before the
+	// delivery is given up; default 30s. Without it every delivery during
+	// an outage would be spent, and the step dead-lettered after
+	// MaxDeliver of them although its agent answered each time.
+	ReplyRetry time.Duration
 	// Heartbeat is the registry refresh interval; a registration lives
 	// 3·Heartbeat (rounded up to whole seconds, at least 1s) unless
 	// refreshed, and reads "unreachable" after 2·Heartbeat. Default 5s.
@@ -78,6 +85,7 @@ func (c *WorkerConfig) setDefaults() {
 	def(&c.RetryBase, 250*time.Millisecond)
 	def(&c.RetryMax, 10*time.Second)
 	def(&c.StepTimeout, 5*time.Minute)
+	def(&c.ReplyRetry, 30*time.Second)
 	def(&c.Heartbeat, discovery.DefaultHeartbeat)
 	def(&c.ShutdownGrace, 10*time.Second)
 	if c.Embedder == nil {
@@ -129,6 +137,9 @@ func (c WorkerConfig) Validate() error {
 	}
 	if c.RetryBase <= 0 || c.RetryMax < c.RetryBase {
 		errs = append(errs, fmt.Errorf("agents: retry backoff base %s / max %s: want 0 < base <= max", c.RetryBase, c.RetryMax))
+	}
+	if c.ReplyRetry < 0 {
+		errs = append(errs, fmt.Errorf("agents: reply retry %s is negative", c.ReplyRetry))
 	}
 	if c.StepTimeout <= 0 || c.ShutdownGrace < 0 {
 		errs = append(errs, errors.New("agents: step timeout must be positive and shutdown grace not negative"))

@@ -252,7 +252,7 @@ func (w *Worker) handle(ctx context.Context, r *running, capability string, d *b
 	}
 	if err == nil {
 		w.cfg.Metrics.finished(ctx, capability, OutcomeCompleted, ran)
-		return w.reply(ctx, req, events.TypeStepCompleted, events.StepCompleted{
+		return w.reply(ctx, d, req, events.TypeStepCompleted, events.StepCompleted{
 			StepID: req.StepID, Capability: req.Capability, Attempt: req.Attempt, Output: out, Worker: w.cfg.Name,
 			DurationMS: req.runMS, QueuedMS: req.queuedMS,
 		})
@@ -283,15 +283,18 @@ func (w *Worker) giveUp(ctx context.Context, d *bus.Delivery, req Request, reaso
 	}
 	spanFailed(ctx, "dead-lettered: "+reason)
 	w.cfg.Metrics.deadLettered(req.Capability)
-	return w.reply(ctx, req, events.TypeStepFailed, events.StepFailed{
+	return w.reply(ctx, d, req, events.TypeStepFailed, events.StepFailed{
 		StepID: req.StepID, Capability: req.Capability, Attempt: req.Attempt, Error: reason, Worker: w.cfg.Name,
 		QueuedMS: req.queuedMS, DurationMS: req.runMS,
 	})
 }
 
 // reply publishes a step's answer with the step attempt's dedup key: a step
-// redelivered and answered twice is stored once.
-func (w *Worker) reply(ctx context.Context, req Request, typ events.Type, payload any) error {
+// redelivered and answered twice is stored once. A publish the stream does
+// not acknowledge is tried again, with backoff, for up to ReplyRetry while
+// in-progress acks hold the step: the reply, not another delivery, waits
+// out the stream's outage.
+func (w *Worker) reply(ctx context.Context, d *bus.Delivery, req Request, typ events.Type, payload any) error {
 	subj, err := subjects.Reply(req.TenantID, req.WorkflowID)
 	if err != nil {
 		return fmt.Errorf("%w: %w", bus.ErrPoison, err)
@@ -303,7 +306,22 @@ func (w *Worker) reply(ctx context.Context, req Request, typ events.Type, payloa
 	}
 	traceEnvelope(ctx, &env)
 	_, err = w.cfg.Bus.Publish(ctx, subj, env, key)
-	return err
+	if err == nil || ctx.Err() != nil || w.cfg.ReplyRetry <= 0 {
+		return err
+	}
+	defer d.KeepInProgress(ctx, w.cfg.AckWait/3)()
+	until := time.Now().Add(w.cfg.ReplyRetry)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		w.log.Warn("step reply not stored; trying again", "workflow", req.WorkflowID, "step", req.StepID, "delivery", d.Delivered, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(min(wait, time.Until(until))):
+		}
+		if _, err = w.cfg.Bus.Publish(ctx, subj, env, key); err == nil || ctx.Err() != nil || time.Now().After(until) {
+			return err
+		}
+	}
 }
 
 // run calls the agent under StepTimeout with in-progress acks while it
