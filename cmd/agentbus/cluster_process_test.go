@@ -283,15 +283,9 @@ func (c *serveCluster) stepsOf(t *testing.T, id string, state json.RawMessage) s
 	if err := json.Unmarshal(state, &st); err != nil {
 		return err.Error()
 	}
-	var urls []string
-	for _, n := range c.nodes {
-		if n.httpURL != "" {
-			urls = append(urls, n.natsURL)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	b, err := bus.Connect(ctx, bus.Config{URL: strings.Join(urls, ","), Name: "test-steps", Logger: bustest.Logger(t)})
+	b, err := c.connect(ctx, t, "test-steps")
 	if err != nil {
 		return err.Error()
 	}
@@ -332,21 +326,26 @@ func (c *serveCluster) stepsOf(t *testing.T, id string, state json.RawMessage) s
 	return strings.Join(out, " ")
 }
 
-// storedEvents reads workflow id's events straight from the events stream
-// (no gateway) and says how many there are and at which offsets: whether
-// a short log is missing from the stream or only from what a gateway
-// served.
-func (c *serveCluster) storedEvents(t *testing.T, id string) string {
-	t.Helper()
+// connect opens a NATS connection to the live nodes.
+func (c *serveCluster) connect(ctx context.Context, t *testing.T, name string) (*bus.Bus, error) {
 	var urls []string
 	for _, n := range c.nodes {
 		if n.httpURL != "" {
 			urls = append(urls, n.natsURL)
 		}
 	}
+	return bus.Connect(ctx, bus.Config{URL: strings.Join(urls, ","), Name: name, Logger: bustest.Logger(t)})
+}
+
+// storedEvents reads workflow id's events straight from the events stream
+// (no gateway) and says how many there are and at which offsets: whether
+// a short log is missing from the stream or only from what a gateway
+// served.
+func (c *serveCluster) storedEvents(t *testing.T, id string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	b, err := bus.Connect(ctx, bus.Config{URL: strings.Join(urls, ","), Name: "test-stored", Logger: bustest.Logger(t)})
+	b, err := c.connect(ctx, t, "test-stored")
 	if err != nil {
 		return err.Error()
 	}
