@@ -106,6 +106,13 @@ func (o *Orchestrator) watch(ctx context.Context, tenant, workflow string, n int
 		if err != nil {
 			return err
 		}
+		if v == alive {
+			// A long step, or one its consumer holds and never hands out
+			// again (a server's state after a failover, README's known
+			// issue): the log tells them apart by how often it repeats.
+			o.log.Info("step lease due: its request or reply is still stored", "tenant", tenant, "workflow", workflow,
+				"step", id, "attempt", t.Attempt, "dispatched", t.DispatchedAt)
+		}
 		if v == lost {
 			if err := o.redispatch(ctx, tenant, workflow, id, t.Attempt); err != nil {
 				return err
