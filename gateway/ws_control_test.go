@@ -4,17 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/coder/websocket"
 
 	"github.com/agentbus/agentbus/agents"
-	"github.com/agentbus/agentbus/agents/echo"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/gateway"
-	"github.com/agentbus/agentbus/orchestrator"
 )
 
 // wsAgent is a test agent built from a function.
@@ -29,31 +26,6 @@ func (a wsAgent) Card() agents.Card {
 
 func (a wsAgent) Handle(ctx context.Context, req agents.Request, _ agents.Emitter) (json.RawMessage, error) {
 	return a.fn(ctx, req)
-}
-
-// startWSStack is startStack with extra agents on the worker beside echo.
-func startWSStack(t testing.TB, extra ...agents.Agent) *stack {
-	t.Helper()
-	env := bustest.New(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	log := bustest.Logger(t)
-	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: append([]agents.Agent{echo.Agent{}}, extra...), Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	o, err := orchestrator.New(ctx, orchestrator.Config{Bus: env.Bus, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = w.Run(ctx) }()
-	go func() { defer wg.Done(); _ = o.Run(ctx) }()
-	return startGateway(t, env)
 }
 
 // wsSession is a WebSocket client that reads in the background, so a test
@@ -167,7 +139,7 @@ func TestWSCancelAndApproveFrames(t *testing.T) {
 		return nil, ctx.Err()
 	}}
 	judge := wsAgent{"judge", func(_ context.Context, req agents.Request) (json.RawMessage, error) { return req.Input, nil }}
-	s := startWSStack(t, block, judge)
+	s := startStackWith(t, block, judge)
 	approvalPlan := map[string]any{"steps": []map[string]any{
 		{"id": "J", "capability": "judge", "input": map[string]any{"confidence": 0.4}, "requires_approval": true},
 		{"id": "after", "capability": "echo", "depends_on": []string{"J"}},
