@@ -101,7 +101,7 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return fmt.Errorf("watermill: publisher closed")
+		return fmt.Errorf("%w: publish to %s", ErrClosed, topic)
 	}
 	if err := subjects.ValidTenant(topic); err != nil {
 		return fmt.Errorf("watermill: topic must be a tenant id: %w", err)

@@ -186,7 +186,7 @@ func TestPublishRefusesBadMessages(t *testing.T) {
 		t.Fatalf("bad config: %v", err)
 	}
 	_ = pub.Close()
-	if err := pub.Publish("default", ok("m-7")); err == nil {
+	if err := pub.Publish("default", ok("m-7")); !errors.Is(err, abwm.ErrClosed) {
 		t.Fatal("a closed publisher published")
 	}
 }

@@ -35,8 +35,8 @@ const (
 var (
 	// ErrConfig: the SubscriberConfig is not usable.
 	ErrConfig = errors.New("watermill: invalid config")
-	// ErrClosed: the subscriber was closed.
-	ErrClosed = errors.New("watermill: subscriber closed")
+	// ErrClosed: the subscriber or publisher was closed.
+	ErrClosed = errors.New("watermill: closed")
 )
 
 // SubscriberConfig configures a Subscriber. Bus is required; the zero
