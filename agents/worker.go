@@ -305,7 +305,10 @@ func (w *Worker) reply(ctx context.Context, d *bus.Delivery, req Request, typ ev
 		return err
 	}
 	traceEnvelope(ctx, &env)
-	_, err = w.cfg.Bus.Publish(ctx, subj, env, key)
+	// The first try is bounded well inside AckWait, since nothing holds
+	// the step while it waits (bus.Publish waits out an election until its
+	// context ends); the tries after it run under in-progress acks.
+	_, err = w.publishWithin(ctx, w.cfg.AckWait/2, subj, env, key)
 	if err == nil || ctx.Err() != nil || w.cfg.ReplyRetry <= 0 {
 		return err
 	}
@@ -318,10 +321,17 @@ func (w *Worker) reply(ctx context.Context, d *bus.Delivery, req Request, typ ev
 			return err
 		case <-time.After(min(wait, time.Until(until))):
 		}
-		if _, err = w.cfg.Bus.Publish(ctx, subj, env, key); err == nil || ctx.Err() != nil || time.Now().After(until) {
+		if _, err = w.publishWithin(ctx, min(time.Second, time.Until(until)), subj, env, key); err == nil || ctx.Err() != nil || time.Now().After(until) {
 			return err
 		}
 	}
+}
+
+// publishWithin publishes with a deadline of limit from now.
+func (w *Worker) publishWithin(ctx context.Context, limit time.Duration, subj string, env events.Envelope, key string) (bus.Published, error) {
+	ctx, cancel := context.WithTimeout(ctx, max(limit, 100*time.Millisecond))
+	defer cancel()
+	return w.cfg.Bus.Publish(ctx, subj, env, key)
 }
 
 // run calls the agent under StepTimeout with in-progress acks while it

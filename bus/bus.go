@@ -22,6 +22,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Options are extra nats.go options (credentials, TLS).
 	Options []nats.Option
+	// ElectionWait is how long a publish that meets a stream without a
+	// leader (election.go) is tried again when its context has no
+	// deadline; default DefaultElectionWait, negative: not at all.
+	ElectionWait time.Duration
 }
 
 // Bus is a NATS connection with JetStream. It is safe for concurrent use.
@@ -29,6 +33,8 @@ type Bus struct {
 	nc  *nats.Conn
 	js  jetstream.JetStream
 	log *slog.Logger
+	// electionWait is Config.ElectionWait.
+	electionWait time.Duration
 	// objects is the uploads object store once opened (uploads.go).
 	objects objectStoreCache
 }
@@ -53,6 +59,9 @@ func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 	}
 	if cfg.Name == "" {
 		cfg.Name = "agentbus"
+	}
+	if cfg.ElectionWait == 0 {
+		cfg.ElectionWait = DefaultElectionWait
 	}
 	log := cfg.Logger
 	opts := append([]nats.Option{
@@ -90,7 +99,7 @@ func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 		nc.Close()
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
-	return &Bus{nc: nc, js: js, log: log}, nil
+	return &Bus{nc: nc, js: js, log: log, electionWait: max(cfg.ElectionWait, 0)}, nil
 }
 
 // retryLogEvery is how often Connect logs that it is still retrying.

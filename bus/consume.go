@@ -157,12 +157,18 @@ func (b *Bus) consume(ctx context.Context, cfg ConsumeConfig, h Handler, ensure 
 						continue
 					}
 					b.log.Debug("fetch", "consumer", cfg.Durable, "err", err)
-					if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
-						if nc, err := ensure(); err == nil {
-							mu.Lock()
-							cons = nc
-							mu.Unlock()
+					// A consumer (or its stream) deleted and made again
+					// answers no responders to pulls on the old one: make
+					// it again, once for all the loop's goroutines.
+					if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+						errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrStreamNotFound) {
+						mu.Lock()
+						if cons == c {
+							if nc, err := ensure(); err == nil {
+								cons = nc
+							}
 						}
+						mu.Unlock()
 					}
 					select {
 					case <-ctx.Done():

@@ -20,6 +20,9 @@ type Published struct {
 // Publish encodes env in CloudEvents binary mode and publishes it to a
 // JetStream subject with Nats-Msg-Id msgID, waiting for the stream's ack. A
 // retried publish with the same msgID within the dedup window is stored once.
+// With a msgID, a stream that is electing a leader is waited out until ctx
+// ends (election.go); without one a publish is tried once, since a retry
+// could store it twice.
 func (b *Bus) Publish(ctx context.Context, subject string, env events.Envelope, msgID string) (Published, error) {
 	m, err := toMsg(subject, env)
 	if err != nil {
@@ -29,9 +32,22 @@ func (b *Bus) Publish(ctx context.Context, subject string, env events.Envelope, 
 	if msgID != "" {
 		opts = append(opts, jetstream.WithMsgID(msgID))
 	}
-	ack, err := b.js.PublishMsg(ctx, m, opts...)
+	var ack *jetstream.PubAck
+	publish := func(ctx context.Context) (err error) {
+		ack, err = b.js.PublishMsg(ctx, m, opts...)
+		return err
+	}
+	var retried int
+	if msgID == "" {
+		err = publish(ctx)
+	} else {
+		retried, err = retryElection(ctx, b.electionWait, publish)
+	}
 	if err != nil {
 		return Published{}, fmt.Errorf("bus: publish %s to %s: %w", env.Type, subject, err)
+	}
+	if retried > 0 {
+		b.log.Info("publish stored after a stream election", "subject", subject, "retries", retried)
 	}
 	return Published{Stream: ack.Stream, Sequence: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }

@@ -45,8 +45,19 @@ func (b *Bus) PublishAll(ctx context.Context, msgs []Message) ([]Published, erro
 		}
 	}
 	for _, wave := range [][]int{first, last} {
-		if err := b.publishWave(ctx, msgs, wave, out); err != nil {
+		if len(wave) == 0 {
+			continue
+		}
+		// A stream electing a leader is waited out (election.go); every
+		// message has its dedup id, so a wave sent again is stored once.
+		retried, err := retryElection(ctx, b.electionWait, func(ctx context.Context) error {
+			return b.publishWave(ctx, msgs, wave, out)
+		})
+		if err != nil {
 			return nil, err
+		}
+		if retried > 0 {
+			b.log.Info("publish stored after a stream election", "subject", msgs[wave[0]].Subject, "messages", len(wave), "retries", retried)
 		}
 	}
 	return out, nil

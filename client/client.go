@@ -51,6 +51,11 @@ type Config struct {
 	// MaxRetries bounds Follow's reconnects in a row that get nowhere
 	// (no frame in between); default 20.
 	MaxRetries int
+	// SubmitRetry is how long Submit and the control actions go on asking
+	// a gateway that answers 503 (a stream electing a leader outlasted its
+	// store timeout), with the same workflow id;
+	// default 60s, negative: never.
+	SubmitRetry time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -64,6 +69,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxRetries == 0 {
 		c.MaxRetries = 20
+	}
+	if c.SubmitRetry == 0 {
+		c.SubmitRetry = 60 * time.Second
 	}
 }
 
@@ -188,6 +196,8 @@ type APIError struct {
 	Code       string
 	Message    string
 	Problems   []gateway.Problem
+	// RetryAfter is the answer's Retry-After header, if any.
+	RetryAfter string
 }
 
 // Error reads "404 Not Found: workflow … not found", then each problem
@@ -220,7 +230,7 @@ func (e *APIError) Is(target error) bool {
 // message}]} of a refused query parameter, or the body's text.
 func ReadError(resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	e := &APIError{StatusCode: resp.StatusCode, Status: resp.Status}
+	e := &APIError{StatusCode: resp.StatusCode, Status: resp.Status, RetryAfter: resp.Header.Get("Retry-After")}
 	var one struct {
 		Error struct {
 			Code     string            `json:"code"`

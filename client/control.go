@@ -52,6 +52,8 @@ func (c *Client) control(ctx context.Context, workflow, action string, req gatew
 		return c.nc.control(ctx, workflow, ctl)
 	}
 	var out ControlResult
-	err := c.call(ctx, http.MethodPost, "/v1/workflows/"+url.PathEscape(workflow)+"/"+action, req, http.StatusOK, &out)
+	_, err := c.retry(ctx, func() error {
+		return c.call(ctx, http.MethodPost, "/v1/workflows/"+url.PathEscape(workflow)+"/"+action, req, http.StatusOK, &out)
+	})
 	return out, err
 }

@@ -2,8 +2,12 @@ package client
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+
+	"github.com/google/uuid"
 
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/gateway"
@@ -23,12 +27,33 @@ type Submitted = gateway.SubmitResponse
 // recorded it (or after the gateway's accept timeout, status "queued");
 // a refused submission is an *APIError naming each problem by JSON
 // pointer.
+//
+// A submission is idempotent: without a WorkflowID the client picks one
+// (a UUIDv7) before the first try, and a gateway that answers 503 (its
+// stream had no leader for longer than its store timeout) is asked again with the same id, honouring Retry-After,
+// until ctx ends or Config.SubmitRetry has passed. A 409 "exists" on such
+// a retry means an earlier try was stored: it is the answer, not an error.
 func (c *Client) Submit(ctx context.Context, s Submission) (Submitted, error) {
 	if c.nc != nil {
 		return c.nc.submit(ctx, s, nil)
 	}
+	if s.WorkflowID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return Submitted{}, fmt.Errorf("client: %w", err)
+		}
+		s.WorkflowID = id.String()
+	}
 	var out Submitted
-	err := c.call(ctx, http.MethodPost, "/v1/workflows", s, http.StatusAccepted, &out)
+	retried, err := c.retry(ctx, func() error {
+		return c.call(ctx, http.MethodPost, "/v1/workflows", s, http.StatusAccepted, &out)
+	})
+	var ae *APIError
+	if retried && errors.As(err, &ae) && ae.StatusCode == http.StatusConflict && ae.Code == "exists" {
+		base := "/v1/workflows/" + url.PathEscape(s.WorkflowID)
+		return Submitted{WorkflowID: s.WorkflowID, TenantID: c.cfg.Tenant, Status: "accepted",
+			EventsURL: base + "/events", StateURL: base}, nil
+	}
 	return out, err
 }
 

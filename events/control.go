@@ -22,6 +22,10 @@ const SourceBare = "/agentbus/control/bare"
 type ControlAnswer struct {
 	Error    string            `json:"error"`
 	Problems []schemas.Problem `json:"problems,omitempty"`
+	// Unavailable says the refusal comes from a store that had no leader
+	// for the moment (a stream electing one after a node loss), not from
+	// the request: the same request may be sent again.
+	Unavailable bool `json:"unavailable,omitempty"`
 }
 
 // ControlError says why a control message was refused: the problems, each

@@ -157,9 +157,7 @@ func (g *Gateway) startTask(ctx context.Context, tenant, workflow, idAt string, 
 	msgID := events.SubmitKey(tenant, workflow)
 	env, err := events.New(events.TypeWorkflowSubmitted, msgID, events.SourceGateway, tenant, workflow, "", sub)
 	if err == nil {
-		sent := g.sendSpan(ctx, subj, &env)
-		_, err = g.bus.Publish(ctx, subj, env, msgID)
-		sent(err)
+		err = g.store(ctx, subj, env, msgID)
 	}
 	if err != nil {
 		g.log.Error("a2a submit", "tenant", tenant, "workflow", workflow, "err", err)

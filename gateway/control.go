@@ -100,9 +100,7 @@ func (g *Gateway) control(action string) http.HandlerFunc {
 			writeError(w, http.StatusInternalServerError, apiError{Code: "internal", Message: err.Error()})
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-		defer cancel()
-		out, err := g.bus.Request(ctx, subj, env)
+		out, e, err := g.request(r.Context(), subj, env)
 		if err != nil {
 			code := http.StatusServiceUnavailable
 			if !errors.Is(err, bus.ErrNoResponder) {
@@ -112,12 +110,12 @@ func (g *Gateway) control(action string) http.HandlerFunc {
 			return
 		}
 		var res events.ControlResult
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(out, &e) == nil && e.Error != "" {
+		if e.Error != "" {
 			status := http.StatusBadGateway
-			if strings.Contains(e.Error, "no such workflow") {
+			switch {
+			case e.Unavailable:
+				status = http.StatusServiceUnavailable
+			case strings.Contains(e.Error, "no such workflow"):
 				status = http.StatusNotFound
 			}
 			writeError(w, status, apiError{Code: "control_failed", Message: e.Error})
@@ -132,5 +130,35 @@ func (g *Gateway) control(action string) http.HandlerFunc {
 			status = http.StatusConflict
 		}
 		writeJSON(w, status, res)
+	}
+}
+
+// request sends a control request to the orchestrators and returns their
+// answer, trying again with the same message (its ce-id unchanged) while
+// no orchestrator answers or the one that did found its store without a
+// leader, until StoreTimeout: an election is waited out, not reported.
+func (g *Gateway) request(ctx context.Context, subj string, env events.Envelope) ([]byte, events.ControlAnswer, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
+	defer cancel()
+	backoff := 50 * time.Millisecond
+	for {
+		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+		out, err := g.bus.Request(actx, subj, env)
+		acancel()
+		var e events.ControlAnswer
+		if err == nil {
+			_ = json.Unmarshal(out, &e)
+			if !e.Unavailable {
+				return out, e, nil
+			}
+		} else if !errors.Is(err, bus.ErrNoResponder) {
+			return nil, e, err
+		}
+		select {
+		case <-ctx.Done():
+			return out, e, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
 	}
 }

@@ -17,8 +17,17 @@ type apiError struct {
 }
 
 func writeError(w http.ResponseWriter, status int, e apiError) {
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		// Every 503 is something that comes back (a stream electing a
+		// leader, no orchestrator yet): say when to try again.
+		w.Header().Set("Retry-After", RetryAfterSeconds)
+	}
 	writeJSON(w, status, map[string]apiError{"error": e})
 }
+
+// RetryAfterSeconds is the Retry-After of the gateway's 503 answers: a
+// stream elects a leader in a few seconds.
+const RetryAfterSeconds = "2"
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -40,6 +40,12 @@ type Config struct {
 	// orchestrator to record the workflow; default 5s. Past it the answer is
 	// still 202: the submission is durable and runs when an orchestrator can.
 	AcceptTimeout time.Duration
+	// StoreTimeout bounds how long a submission, a control request or a
+	// signal waits for its stream or an orchestrator to answer: a stream
+	// electing a leader after a node loss is waited out, the message sent
+	// again with the same dedup id, until a leader answers. Past it the
+	// answer is 503 with Retry-After. Default 20s.
+	StoreTimeout time.Duration
 	// KeepAlive is the interval of SSE keepalive comments; default 15s.
 	KeepAlive time.Duration
 	Logger    *slog.Logger
@@ -79,6 +85,9 @@ func (c *Config) setDefaults() {
 	if c.AcceptTimeout == 0 {
 		c.AcceptTimeout = 5 * time.Second
 	}
+	if c.StoreTimeout == 0 {
+		c.StoreTimeout = 20 * time.Second
+	}
 	if c.KeepAlive == 0 {
 		c.KeepAlive = 15 * time.Second
 	}
@@ -104,6 +113,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("gateway: max body %d bytes is below 1024", c.MaxBodyBytes))
+	}
+	if c.StoreTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("gateway: store timeout %s is below 1s", c.StoreTimeout))
 	}
 	if c.KeepAlive < time.Second {
 		errs = append(errs, fmt.Errorf("gateway: keepalive %s is below 1s", c.KeepAlive))

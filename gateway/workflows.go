@@ -107,13 +107,12 @@ func (g *Gateway) submitWorkflow(w http.ResponseWriter, r *http.Request, tenant,
 	msgID := events.SubmitKey(tenant, workflow)
 	env, err := events.New(events.TypeWorkflowSubmitted, msgID, events.SourceGateway, tenant, workflow, "", sub)
 	if err == nil {
-		sent := g.sendSpan(r.Context(), subj, &env)
-		_, err = g.bus.Publish(r.Context(), subj, env, msgID)
-		sent(err)
+		err = g.store(r.Context(), subj, env, msgID)
 	}
 	if err != nil {
 		g.log.Error("submit", "tenant", tenant, "workflow", workflow, "err", err)
-		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: "could not store the submission: " + err.Error()})
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: fmt.Sprintf(
+			"could not store the submission within %s (send it again with the same workflow_id %q: it is stored once): %v", g.cfg.StoreTimeout, workflow, err)})
 		return SubmitResponse{}, false
 	}
 	status := "accepted"
@@ -128,6 +127,18 @@ func (g *Gateway) submitWorkflow(w http.ResponseWriter, r *http.Request, tenant,
 		WorkflowID: workflow, TenantID: tenant, Status: status,
 		EventsURL: base + "/events", StateURL: base, EventsSubject: evSubj,
 	}, true
+}
+
+// store publishes a submission with its dedup id, waiting out a stream
+// that elects a leader for up to StoreTimeout (bus.Publish tries again
+// with the same id, so it is stored once).
+func (g *Gateway) store(ctx context.Context, subj string, env events.Envelope, msgID string) error {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
+	defer cancel()
+	sent := g.sendSpan(ctx, subj, &env)
+	_, err := g.bus.Publish(ctx, subj, env, msgID)
+	sent(err)
+	return err
 }
 
 // newWorkflowID returns a time-ordered UUID (v7), a valid workflow token.
