@@ -42,8 +42,23 @@ type Delivery struct {
 	msg       jetstream.Msg
 }
 
-// InProgress tells the server the handler is still working, resetting AckWait.
-func (d *Delivery) InProgress() error { return d.msg.InProgress() }
+// InProgress tells the server the handler is still working, resetting
+// AckWait. A Delivery read from the stream (StoredDelivery) has no
+// consumer to tell: nil.
+func (d *Delivery) InProgress() error {
+	if d.msg == nil {
+		return nil
+	}
+	return d.msg.InProgress()
+}
+
+// StoredDelivery is a Delivery of a message read from its stream rather
+// than delivered by a consumer (a reconciler starting what a consumer
+// holds and will not hand out): InProgress does nothing, and it cannot
+// be dead-lettered.
+func StoredDelivery(m StoredMessage) *Delivery {
+	return &Delivery{Envelope: m.Envelope, Subject: m.Subject, Sequence: m.Sequence, Delivered: 1}
+}
 
 // Handler processes one delivery. Returning nil acks it; an error wrapping
 // ErrPoison terminates it; any other error naks it for redelivery after a
@@ -287,6 +302,9 @@ const (
 // publish is deduplicated on the original stream sequence. The caller then
 // acks the delivery.
 func (b *Bus) DeadLetter(ctx context.Context, d *Delivery, subject, reason, by string) error {
+	if d.msg == nil {
+		return fmt.Errorf("bus: dead-letter to %s: a stored delivery has no message to copy", subject)
+	}
 	m := nats.NewMsg(subject)
 	for k, v := range d.msg.Headers() {
 		m.Header[k] = append([]string(nil), v...)

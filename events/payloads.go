@@ -153,7 +153,27 @@ type Status struct {
 	// TraceID is the workflow's OpenTelemetry trace id, on its first
 	// status event, so that a client can jump to the trace.
 	TraceID string `json:"trace_id,omitempty"`
+	// Recovery, when set, says the orchestrator's reconciler moved the
+	// workflow on after the server lost or held something (Recovery*).
+	Recovery string `json:"recovery,omitempty"`
 }
+
+// Recoveries: what the reconciler did, on a status event's Recovery.
+const (
+	// RecoverySubmission: a stored submission no orchestrator had started
+	// within the bound was started from the stream.
+	RecoverySubmission = "submission"
+	// RecoveryStepDown: a step's request held delivered and unacknowledged
+	// without redelivery made its consumer's leader step down.
+	RecoveryStepDown = "stepdown"
+	// RecoveryRedispatch: a step's request still held after the stepdown
+	// was deleted and the step dispatched again as a new attempt; replies
+	// of the old attempt no longer count.
+	RecoveryRedispatch = "redispatch"
+	// RecoveryLost: a step's request and reply were both gone (a server
+	// lost them) and the step was dispatched again.
+	RecoveryLost = "lost"
+)
 
 // Progress is the data of TypeProgress.
 type Progress struct {

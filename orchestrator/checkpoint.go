@@ -94,6 +94,12 @@ type Task struct {
 	// AGENTBUS_STEPS, known once its publish was acknowledged: the
 	// watchdog's way to ask whether it is still queued or running.
 	StepSeq uint64 `json:"step_seq,omitempty"`
+	// HeldSince is when the watchdog first saw the live attempt's request
+	// held by its consumer (delivered, not acknowledged) at a due lease;
+	// SteppedDownAt when it stepped that consumer's leader down
+	// (recover.go). Both are cleared by the next dispatch.
+	HeldSince     *time.Time `json:"held_since,omitempty"`
+	SteppedDownAt *time.Time `json:"stepped_down_at,omitempty"`
 	// TraceParent is the W3C context of the live attempt's dispatch span,
 	// the parent of its run on a worker and of its approval wait.
 	TraceParent string `json:"trace_parent,omitempty"`

@@ -81,6 +81,7 @@ func (o *Orchestrator) request(cp *Checkpoint, s events.PlanStep, t *Task, deps 
 	t.Attempt++
 	t.Status = events.StateWorking
 	t.StepSeq = 0
+	t.HeldSince, t.SteppedDownAt = nil, nil
 	now := time.Now().UTC()
 	t.DispatchedAt = &now
 	req := events.StepRequested{StepID: s.ID, Capability: t.Capability, Attempt: t.Attempt, Query: cp.Query, Input: s.Input, TimeoutMS: s.TimeoutMS,

@@ -108,10 +108,14 @@ func (o *Orchestrator) watch(ctx context.Context, tenant, workflow string, n int
 		}
 		if v == alive {
 			// A long step, or one its consumer holds and never hands out
-			// again (a server's state after a failover, README's known
-			// issue): the log tells them apart by how often it repeats.
-			o.log.Info("step lease due: its request or reply is still stored", "tenant", tenant, "workflow", workflow,
-				"step", id, "attempt", t.Attempt, "dispatched", t.DispatchedAt)
+			// again (a server's state after a failover): recover.go.
+			again, err := o.recoverHeld(ctx, cp, id, now)
+			if err != nil {
+				return err
+			}
+			if again > 0 {
+				next = min(next, again)
+			}
 		}
 		if v == lost {
 			if err := o.redispatch(ctx, tenant, workflow, id, t.Attempt); err != nil {
@@ -206,7 +210,9 @@ const maxLost = 5
 // redispatch dispatches a lost step attempt again as the next attempt, if
 // it is still the live one; replies of either attempt count (Task.Since).
 func (o *Orchestrator) redispatch(ctx context.Context, tenant, workflow, step string, attempt int) error {
+	applied := false
 	err := o.transition(ctx, tenant, workflow, func(cp *Checkpoint) error {
+		applied = false
 		t, ok := cp.Tasks[step]
 		if !ok || cp.Status.Terminal() || t.Status != events.StateWorking || t.Attempt != attempt {
 			return errNoChange // answered, canceled or dispatched again meanwhile
@@ -225,13 +231,17 @@ func (o *Orchestrator) redispatch(ctx context.Context, tenant, workflow, step st
 			return err
 		}
 		cp.ResumeCount++
-		o.log.Warn("step lost: dispatched again", "tenant", tenant, "workflow", workflow, "step", step, "attempt", t.Attempt)
-		return cp.emit(events.TypeStatus, step, events.Status{State: events.StateWorking, StepID: step, Message: fmt.Sprintf(
-			"step %s attempt %d: its request is no longer queued and no reply came (the server lost one): dispatched again as attempt %d",
+		applied = true
+		o.log.Warn("recovery: step lost: dispatched again", "tenant", tenant, "workflow", workflow, "step", step, "attempt", t.Attempt)
+		return cp.emit(events.TypeStatus, step, events.Status{State: events.StateWorking, StepID: step, Recovery: events.RecoveryLost, Message: fmt.Sprintf(
+			"recovery: step %s attempt %d: its request is no longer queued and no reply came (the server lost one): dispatched again as attempt %d",
 			step, attempt, t.Attempt)})
 	})
 	if isNotFound(err) {
 		return nil
+	}
+	if err == nil && applied {
+		o.cfg.Metrics.recovered(events.RecoveryLost)
 	}
 	return err
 }

@@ -38,6 +38,8 @@ const (
 //	agentbus_orchestrator_step_run_seconds{capability,outcome}        histogram: a recorded step's run on its worker
 //	agentbus_orchestrator_step_fallbacks_total{capability}            failed steps handed to their plan's fallback capability
 //	agentbus_orchestrator_step_redispatches_total{capability}         step attempts dispatched again by the watchdog (lost requests)
+//	agentbus_orchestrator_recoveries_total{kind}                      what the reconciler recovered: submission (started from
+//	                                                                  the stream), stepdown, redispatch (recover.go), lost
 //	agentbus_orchestrator_planner_fallbacks_total                     LLM plans that fell back to the heuristic planner
 //	agentbus_registry_instances{health}                               agent instances in the registry by health (read on
 //	                                                                  scrape, cached a few seconds)
@@ -55,6 +57,7 @@ type Metrics struct {
 	stepRun          *prometheus.HistogramVec
 	stepFallbacks    *prometheus.CounterVec
 	redispatches     *prometheus.CounterVec
+	recoveries       *prometheus.CounterVec
 	plannerFallbacks prometheus.Counter
 	instances        *instances
 }
@@ -82,13 +85,15 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		stepFallbacks: count("step_fallbacks_total",
 			"Failed steps dispatched again to their plan's fallback capability, by the capability that failed.", "capability"),
 		redispatches: count("step_redispatches_total", "Step attempts dispatched again by the watchdog after their request was lost.", "capability"),
+		recoveries: count("recoveries_total",
+			"What the reconciler recovered: submission (a stored submission started from the stream), stepdown (a held step's consumer leader stepped down), redispatch (a held step dispatched again, fenced), lost (a lost step dispatched again).", "kind"),
 		plannerFallbacks: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "planner_fallbacks_total",
 			Help: "Queries the LLM planner could not plan, planned by its fallback."}),
 		instances: &instances{desc: prometheus.NewDesc("agentbus_registry_instances",
 			"Agent instances in the registry by health (healthy, unhealthy, unreachable).", []string{"health"}, nil)},
 	}
 	for _, c := range []prometheus.Collector{m.started, m.finished, m.duration, m.phases, m.steps, m.stepQueue, m.stepRun,
-		m.stepFallbacks, m.redispatches, m.plannerFallbacks, m.instances} {
+		m.stepFallbacks, m.redispatches, m.recoveries, m.plannerFallbacks, m.instances} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -176,6 +181,14 @@ func (m *Metrics) observe(ctx context.Context, b *before, cp *Checkpoint) {
 			observe(ctx, m.phases.WithLabelValues(phase), ms/1000)
 		}
 	}
+}
+
+// recovered counts one recovery of the reconciler.
+func (m *Metrics) recovered(kind string) {
+	if m == nil {
+		return
+	}
+	m.recoveries.WithLabelValues(kind).Inc()
 }
 
 // observe records v, with the trace id of ctx's span as an exemplar when

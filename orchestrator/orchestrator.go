@@ -65,8 +65,25 @@ type Config struct {
 	// the workers' default AckWait; negative turns the watchdog and the
 	// scan off.
 	StepLease time.Duration
-	// ScanInterval is how often the checkpoint scan runs (in one
-	// orchestrator at a time); default StepLease/2.
+	// StepHold is how long a step's request may still be held by its
+	// consumer (delivered, never acknowledged nor redelivered) after the
+	// watchdog stepped that consumer's leader down, before the attempt is
+	// given up: its request deleted and the step dispatched again as a new
+	// attempt whose stale replies never count (recover.go). It must exceed
+	// the longest a live run can hold a request — the workers' StepTimeout
+	// times their MaxDeliver, with backoff — or a live run's work is
+	// thrown away; a step with its own timeout_ms is bounded by that
+	// instead. Default 30m.
+	StepHold time.Duration
+	// SubmitBound is how old a submission still stored in
+	// AGENTBUS_WORKFLOWS with no checkpoint may be before the reconciler
+	// starts it from the stream itself (reconcile.go): a consumer that
+	// holds it without redelivering must not strand an accepted workflow.
+	// Default 30s.
+	SubmitBound time.Duration
+	// ScanInterval is how often the checkpoint scan and the submission
+	// reconciler run (in one orchestrator at a time); default the smaller
+	// of StepLease/2 and SubmitBound/2.
 	ScanInterval time.Duration
 	// ScanBudget bounds one scan: how many checkpoint revisions it reads;
 	// a scan that stops there goes on from there the next time. Default
@@ -114,8 +131,14 @@ func (c *Config) setDefaults() {
 	if c.StepLease == 0 {
 		c.StepLease = DefaultStepLease
 	}
+	if c.StepHold == 0 {
+		c.StepHold = DefaultStepHold
+	}
+	if c.SubmitBound == 0 {
+		c.SubmitBound = DefaultSubmitBound
+	}
 	if c.ScanInterval == 0 {
-		c.ScanInterval = c.StepLease / 2
+		c.ScanInterval = min(c.StepLease, c.SubmitBound) / 2
 	}
 	if c.ScanBudget == 0 {
 		c.ScanBudget = 20000
@@ -126,6 +149,13 @@ func (c *Config) setDefaults() {
 // default AckWait (agents.WorkerConfig), the time JetStream takes to hand a
 // dead worker's step to another.
 const DefaultStepLease = 90 * time.Second
+
+// DefaultStepHold is Config.StepHold's default: past the workers' default
+// StepTimeout (5m) times their default MaxDeliver (5), with backoff.
+const DefaultStepHold = 30 * time.Minute
+
+// DefaultSubmitBound is Config.SubmitBound's default.
+const DefaultSubmitBound = 30 * time.Second
 
 // Validate reports every problem with the configuration.
 func (c Config) Validate() error {
@@ -138,6 +168,9 @@ func (c Config) Validate() error {
 	}
 	if c.Candidates < 1 {
 		errs = append(errs, fmt.Errorf("orchestrator: candidates %d below 1", c.Candidates))
+	}
+	if c.StepHold < 0 || c.SubmitBound < 0 {
+		errs = append(errs, fmt.Errorf("orchestrator: step hold %s and submit bound %s must not be negative", c.StepHold, c.SubmitBound))
 	}
 	if c.StepLease > 0 && (c.ScanInterval <= 0 || c.ScanBudget < 1) {
 		errs = append(errs, fmt.Errorf("orchestrator: scan interval %s and budget %d must be positive", c.ScanInterval, c.ScanBudget))

@@ -68,6 +68,8 @@ type scanReport struct {
 	Examined int    // active workflows unchanged for a lease
 	Healed   int    // of those, the ones a transition was needed for
 	Cursor   uint64 // where the next pass starts
+	// Submissions is what the submission reconciler did (reconcile.go).
+	Submissions reconcileReport
 }
 
 func newScanner(o *Orchestrator, kv *bus.KV) *scanner {
@@ -87,8 +89,9 @@ func (s *scanner) run(ctx context.Context) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.o.log.Warn("checkpoint scan", "err", err, "read", r.Read, "healed", r.Healed)
-		case r.Healed > 0:
-			s.o.log.Info("checkpoint scan healed stalled workflows", "read", r.Read, "examined", r.Examined, "healed", r.Healed)
+		case r.Healed > 0 || r.Submissions.Started > 0 || r.Submissions.Cleared > 0:
+			s.o.log.Info("checkpoint scan healed stalled workflows", "read", r.Read, "examined", r.Examined, "healed", r.Healed,
+				"submissions_started", r.Submissions.Started, "submissions_cleared", r.Submissions.Cleared)
 		case r.Held:
 			s.o.log.Debug("checkpoint scan", "read", r.Read, "examined", r.Examined, "cursor", r.Cursor)
 		}
@@ -139,6 +142,11 @@ func (s *scanner) once(ctx context.Context) (scanReport, error) {
 		}
 	}
 	r.Cursor = cursor
+	sub, err := s.o.reconcileSubmissions(ctx, time.Now())
+	r.Submissions = sub
+	if err != nil {
+		errs = append(errs, err)
+	}
 	st.Owner, st.Cursor, st.At = s.id, cursor, time.Now().UTC()
 	b, _ := json.Marshal(st)
 	if nrev, err := s.kv.Update(ctx, subjects.LeaseScan, b, rev); err == nil {

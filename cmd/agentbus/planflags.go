@@ -23,6 +23,9 @@ type planFlags struct {
 	// stepLease is the step watchdog's lease; 0 means three times the
 	// workers' AckWait (--ack-wait where the command has it).
 	stepLease time.Duration
+	// stepHold and submitBound are the reconciler's bounds
+	// (orchestrator.Config.StepHold, SubmitBound); 0 means the default.
+	stepHold, submitBound time.Duration
 	// flags are the command's flags, to read --ack-wait from when the
 	// command runs workers too (serve).
 	flags *pflag.FlagSet
@@ -40,6 +43,11 @@ func (f *planFlags) register(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.stepLease, "step-lease", 0, "how long a dispatched step may show no sign of life (its request queued or running, or its reply stored) "+
 		"before it is dispatched again as its next attempt, and how long a workflow may sit unchanged before the checkpoint scan looks at it; "+
 		"at least the workers' --ack-wait (default three times it: 1m30s)")
+	cmd.Flags().DurationVar(&f.stepHold, "step-hold", orchestrator.DefaultStepHold, "how long a step's request may stay held by its consumer "+
+		"(delivered, never acknowledged nor redelivered) after the watchdog stepped the consumer's leader down, before the attempt is given up and the step "+
+		"dispatched again as a new, fenced attempt; must exceed the longest a live step can run (the workers' step timeout times their max deliveries)")
+	cmd.Flags().DurationVar(&f.submitBound, "submit-bound", orchestrator.DefaultSubmitBound, "how old an accepted submission still stored with no "+
+		"checkpoint may be before the reconciler starts it from the stream")
 	f.flags = cmd.Flags()
 	// Checked before the command connects or starts anything.
 	prev := cmd.PreRunE
@@ -49,8 +57,13 @@ func (f *planFlags) register(cmd *cobra.Command) {
 				return err
 			}
 		}
-		_, err := f.lease()
-		return err
+		if _, err := f.lease(); err != nil {
+			return err
+		}
+		if f.stepHold <= 0 || f.submitBound <= 0 {
+			return &exitError{code: exitUsage, msg: fmt.Sprintf("--step-hold %s and --submit-bound %s: must be positive", f.stepHold, f.submitBound)}
+		}
+		return nil
 	}
 }
 
@@ -98,7 +111,8 @@ func (f *planFlags) config(b *bus.Bus, log *slog.Logger) (orchestrator.Config, e
 	if err != nil {
 		return orchestrator.Config{}, err
 	}
-	cfg := orchestrator.Config{Bus: b, Logger: log, StepLease: lease, Metrics: f.metrics.orchestratorMetrics()}
+	cfg := orchestrator.Config{Bus: b, Logger: log, StepLease: lease, StepHold: f.stepHold, SubmitBound: f.submitBound,
+		Metrics: f.metrics.orchestratorMetrics()}
 	cfg.TracerProvider = f.tracer
 	if f.llmURL == "" {
 		log.Info("planner: heuristic (no --llm-url)")
