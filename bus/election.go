@@ -42,13 +42,19 @@ func Transient(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		// 503: JetStream system temporarily unavailable, no suitable
-		// peers; 408: a request the meta layer timed out.
-		return apiErr.Code == 503 || apiErr.Code == 408
+		// peers; 408: a request the meta layer timed out; 10158: the same
+		// message id is still being stored (an earlier try whose answer
+		// did not come in time) — the next try gets its acknowledgement.
+		return apiErr.Code == 503 || apiErr.Code == 408 || apiErr.ErrorCode == jsErrDuplicateInProcess
 	}
 	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
 		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, jetstream.ErrNoHeartbeat) || errors.Is(err, nats.ErrConnectionReconnecting)
 }
+
+// jsErrDuplicateInProcess is nats-server's code (errors.json) for
+// "duplicate message id is in process".
+const jsErrDuplicateInProcess = 10158
 
 // retryElection calls attempt until it succeeds, fails with an error that
 // is not Transient, or the retry window ends: ctx's deadline, or wait from

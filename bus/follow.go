@@ -61,12 +61,6 @@ func (b *Bus) followLoop(ctx context.Context, subj string, after uint64, fn Foll
 	}
 }
 
-// nextMsg is one answer of a follower's iterator.
-type nextMsg struct {
-	m   jetstream.Msg
-	err error
-}
-
 // errStalled ends one consumer of Follow whose events stopped coming
 // while the stream held newer ones.
 var errStalled = errors.New("bus: follower stalled")
@@ -90,43 +84,47 @@ func (b *Bus) follow(ctx context.Context, subj string, after *uint64, fn FollowF
 	if err != nil {
 		return fmt.Errorf("bus: follow %s: %w", subj, err)
 	}
-	// Idle heartbeats every 2s: when the server hosting the consumer dies
-	// (a cluster losing a node), two missed ones reset the ordered
-	// consumer on a live server within seconds, not the default 30s.
-	it, err := cons.Messages(jetstream.PullMaxMessages(256), jetstream.PullHeartbeat(followHeartbeat))
-	if err != nil {
-		return fmt.Errorf("bus: follow %s: %w", subj, err)
-	}
 	var cursor atomic.Uint64 // the last stream sequence read
 	cursor.Store(*after)
 	var busy atomic.Bool // fn has a record: a slow client is no stall
 	stalled := make(chan struct{})
-	// The client library replaces a consumer whose server died while
-	// holding its lock, retrying for as long as the cluster has no answer:
-	// Next, Stop and CachedInfo all wait for it meanwhile. So Next runs in a
-	// reader of its own, and a stalled or cancelled follower leaves it
-	// behind, stopping and deleting its consumer in the background.
-	msgs, abandon := make(chan nextMsg), make(chan struct{})
-	go func() {
-		for {
-			m, err := it.Next()
-			select {
-			case msgs <- nextMsg{m, err}:
-			case <-abandon:
-				return
-			}
-			if err != nil {
-				return
-			}
+	// The consumer's messages come through a callback (Consume), not an
+	// iterator (Messages), for one reason: a pull that meets "no
+	// responders" — a new consumer, hosted on another server of a
+	// cluster, whose pull subscription that server has not yet heard of
+	// (its interest travels the routes apart from the create response) —
+	// is reported to a callback consumer, which the client library then
+	// replaces at once, while an iterator ignores it and waits for two
+	// missed heartbeats: a new follower delivered nothing for 3–5 s about
+	// one time in ten on a cluster. The library replaces a consumer whose
+	// server died while holding its lock, retrying for as long as the
+	// cluster has no answer, and Stop and CachedInfo wait for it
+	// meanwhile; the callback only hands each message over, so a stalled
+	// or cancelled follower leaves it behind, stopping and deleting its
+	// consumer in the background.
+	msgs, abandon := make(chan jetstream.Msg), make(chan struct{})
+	// Idle heartbeats every 2s: when the server hosting the consumer dies
+	// (a cluster losing a node), two missed ones reset the ordered
+	// consumer on a live server within seconds, not the default 30s.
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case msgs <- m:
+		case <-abandon:
 		}
-	}()
+	}, jetstream.PullMaxMessages(256), jetstream.PullHeartbeat(followHeartbeat),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			b.log.Debug("follower consumer", "subject", subj, "err", err) // the library resets the consumer itself
+		}))
+	if err != nil {
+		return fmt.Errorf("bus: follow %s: %w", subj, err)
+	}
 	waitForCleanup := true
 	defer func() {
 		close(abandon)
 		// Stopping an ordered consumer leaves it on the server until its
 		// inactivity threshold; delete it now so followers never pile up.
 		cleanup := func() {
-			it.Stop()
+			cc.Stop()
 			info := cons.CachedInfo()
 			if info == nil {
 				return
@@ -153,24 +151,22 @@ func (b *Bus) follow(ctx context.Context, subj string, after *uint64, fn FollowF
 	defer cancel()
 	go b.watchStall(wctx, subj, &cursor, &busy, stalled)
 	for {
-		var next nextMsg
+		var m jetstream.Msg
 		select {
-		case next = <-msgs:
+		case m = <-msgs:
 		case <-stalled:
 			waitForCleanup = false
 			*after = cursor.Load()
 			return errStalled
+		case <-cc.Closed():
+			*after = cursor.Load()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("bus: follow %s: %w", subj, jetstream.ErrMsgIteratorClosed)
 		case <-ctx.Done():
 			*after = cursor.Load()
 			return ctx.Err()
-		}
-		m, err := next.m, next.err
-		if err != nil {
-			*after = cursor.Load()
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return ctx.Err()
-			}
-			return fmt.Errorf("bus: follow %s: %w", subj, err)
 		}
 		md, err := m.Metadata()
 		if err != nil {

@@ -52,7 +52,7 @@ func startServeCluster(t *testing.T, extra ...string) *serveCluster {
 		n := &serveNode{name: fmt.Sprintf("n%d", i+1)}
 		n.args = append([]string{"serve", "--data", t.TempDir(), "--nats-addr", bustest.FreeAddr(t), "--http-addr", "127.0.0.1:0",
 			"--cluster-addr", routeAddrs[i], "--routes", strings.Join(routes, ","), "--server-name", n.name,
-			"--capabilities", "echo,sleep", "--sample-corpus=false", "--heartbeat", "200ms", "--ack-wait", "2s"}, extra...)
+			"--capabilities", "echo,sleep", "--sample-corpus=false", "--heartbeat", "200ms", "--ack-wait", "2s", "--step-hold", "20s", "--submit-bound", "10s"}, extra...)
 		c.nodes = append(c.nodes, n)
 	}
 	for _, n := range c.nodes {

@@ -1,0 +1,344 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// The chaos test: three serve processes with R3 streams, clients that
+// submit (and approve) through whichever node answers, and faults one at
+// a time — SIGKILL then a restart on the node's store, SIGSTOP for a few
+// seconds then SIGCONT — while workflows run. Every accepted workflow
+// completes, each step once, every event log whole, and no submission or
+// approval is refused (503) while two nodes are up.
+//
+// `make test` runs a short version (TestServeClusterSurvivesNodeLoss's
+// faults and followers stay in that test); AGENTBUS_CHAOS=1 (make chaos)
+// the full one: 300 workflows and ten random faults. AGENTBUS_CHAOS_SEED
+// replays a run's choice of faults; AGENTBUS_CHAOS_LOGS=DIR keeps every
+// node's output there.
+
+// chaosPlan is workflow i's plan: chains, diamonds, sleeps across the
+// workers' AckWait (2s here) and steps that await approval.
+func chaosPlan(i int) (plan string, approval bool) {
+	switch i % 5 {
+	case 3:
+		return `{"steps":[{"id":"a","capability":"echo","input":{"n":1}},
+			{"id":"long","capability":"sleep","input":{"ms":2500},"depends_on":["a"]}]}`, false
+	case 4:
+		return `{"steps":[{"id":"a","capability":"echo","input":{"n":1},"requires_approval":true},
+			{"id":"b","capability":"echo","input":{"n":2},"depends_on":["a"]}]}`, true
+	}
+	return clusterPlan(i), false
+}
+
+// chaosRun is the state the test's clients and faults share.
+type chaosRun struct {
+	c *serveCluster
+	// mu guards the nodes' URLs against a fault's kill and restart.
+	mu sync.Mutex
+	// down counts nodes killed or stopped.
+	down atomic.Int32
+	// refused lists 503s met while two nodes were up.
+	refusedMu sync.Mutex
+	refused   []string
+	http      *http.Client
+	// past holds the output of the processes killed.
+	past []string
+}
+
+// urls returns the nodes' HTTP URLs, live or not, starting at i.
+func (r *chaosRun) urls(i int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for k := range r.c.nodes {
+		if u := r.c.nodes[(i+k)%len(r.c.nodes)].httpURL; u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// post sends body to path on whichever node answers, starting at node i,
+// until one answers with a status other than 503, and returns it. A 503
+// while at most one node is down is recorded as a refusal.
+func (r *chaosRun) post(t *testing.T, i int, path, body string) (int, []byte) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for attempt := 0; time.Now().Before(deadline); attempt++ {
+		for _, u := range r.urls(i + attempt) {
+			downBefore := r.down.Load()
+			resp, err := r.http.Post(u+path, "application/json", strings.NewReader(body))
+			if err != nil {
+				continue // killed or stopped: the next node
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable {
+				return resp.StatusCode, b
+			}
+			if downBefore <= 1 && r.down.Load() <= 1 {
+				r.refusedMu.Lock()
+				r.refused = append(r.refused, fmt.Sprintf("%s %s: %s %s", u, path, resp.Status, b))
+				r.refusedMu.Unlock()
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Errorf("POST %s: no node answered within 2 minutes", path)
+	return 0, nil
+}
+
+// submit submits workflow id with plan i, the same id each try.
+func (r *chaosRun) submit(t *testing.T, id string, i int) {
+	plan, _ := chaosPlan(i)
+	status, body := r.post(t, i, "/v1/workflows", fmt.Sprintf(`{"workflow_id":%q,"plan":%s}`, id, plan))
+	if status != http.StatusAccepted && !(status == http.StatusConflict && strings.Contains(string(body), `"exists"`)) {
+		t.Errorf("submit %s: %d %s", id, status, body)
+	}
+}
+
+// approve approves workflow id's step a once it awaits approval.
+func (r *chaosRun) approve(t *testing.T, id string, i int) {
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		for _, u := range r.urls(i) {
+			resp, err := r.http.Get(u + "/v1/workflows/" + id)
+			if err != nil {
+				continue
+			}
+			var st struct {
+				Status string `json:"status"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			switch st.Status {
+			case "input-required":
+				status, body := r.post(t, i, "/v1/workflows/"+id+"/approve", `{"approve":true,"step_id":"a"}`)
+				if status != http.StatusOK && status != http.StatusConflict {
+					t.Errorf("approve %s: %d %s", id, status, body)
+				}
+			case "working", "submitted", "":
+			default:
+				return
+			}
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// fault is one fault: what it does to node i.
+type fault struct {
+	kind string // kill or stop
+	node int
+	out  time.Duration // how long the node stays down or stopped
+}
+
+// inject applies f and brings the node back; it returns how long a
+// restarted node took to print its ready line.
+func (r *chaosRun) inject(t *testing.T, f fault) time.Duration {
+	t.Helper()
+	n := r.c.nodes[f.node]
+	r.down.Add(1)
+	defer r.down.Add(-1)
+	switch f.kind {
+	case "kill":
+		r.mu.Lock()
+		r.c.kill(t, f.node)
+		r.past = append(r.past, n.p.output())
+		r.mu.Unlock()
+		time.Sleep(f.out)
+		start := time.Now()
+		p := startProc(t, n.args...)
+		m := p.waitLine(t, readyLine)
+		took := time.Since(start)
+		r.mu.Lock()
+		n.p, n.natsURL, n.httpURL = p, m[1], m[2]
+		r.mu.Unlock()
+		return took
+	case "stop":
+		if err := syscall.Kill(n.p.pid(), syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(f.out)
+		if err := syscall.Kill(n.p.pid(), syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return 0
+}
+
+// awaitCurrent waits until every stream of agentbus has a leader and all
+// its replicas current: the cluster has healed and may take the next fault.
+func (r *chaosRun) awaitCurrent(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r.mu.Lock()
+	b, err := r.c.connect(ctx, t, "test-current")
+	r.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	streams := []string{subjects.StreamWorkflows, subjects.StreamSteps, subjects.StreamReplies, subjects.StreamEvents, subjects.StreamTimers,
+		"KV_" + subjects.BucketCheckpoints, "KV_" + subjects.BucketControl}
+	for _, name := range streams {
+		for {
+			s, err := b.JetStream().Stream(ctx, name)
+			if err == nil {
+				info := s.CachedInfo()
+				current := info.Cluster != nil && info.Cluster.Leader != "" && len(info.Cluster.Replicas) == 2
+				for _, p := range info.Cluster.Replicas {
+					current = current && p.Current && !p.Offline
+				}
+				if current {
+					break
+				}
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("stream %s not current within 2 minutes: %v", name, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// chaosSettings are the sizes of a run.
+type chaosSettings struct {
+	workflows, faults int
+	seed              uint64
+}
+
+func chaosConfig(t *testing.T) chaosSettings {
+	s := chaosSettings{workflows: 60, faults: 2, seed: uint64(time.Now().UnixNano())}
+	if os.Getenv("AGENTBUS_CHAOS") != "" {
+		s.workflows, s.faults = 300, 10
+	}
+	if v := os.Getenv("AGENTBUS_CHAOS_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("AGENTBUS_CHAOS_SEED %q: %v", v, err)
+		}
+		s.seed = n
+	}
+	return s
+}
+
+// chaosRecoveries matches the lines of the nodes' logs that say what the
+// reconciler and the election waits did.
+var chaosRecoveries = regexp.MustCompile(`msg="(recovery: [^"]*|publish stored after a stream election|follower stalled[^"]*|step reply not stored; trying again)"`)
+
+func TestClusterChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real processes")
+	}
+	set := chaosConfig(t)
+	rng := rand.New(rand.NewPCG(set.seed, set.seed))
+	t.Logf("chaos: %d workflows, %d faults, seed %d (AGENTBUS_CHAOS_SEED replays it)", set.workflows, set.faults, set.seed)
+	c := startServeCluster(t, "--jetstream-sync", "always")
+	r := &chaosRun{c: c, http: &http.Client{Timeout: 30 * time.Second}}
+	var faults []fault
+	for k := range set.faults {
+		f := fault{kind: "kill", node: rng.IntN(3), out: time.Duration(1+rng.IntN(3)) * time.Second}
+		if k%2 == 1 {
+			f.kind, f.out = "stop", time.Duration(2+rng.IntN(4))*time.Second
+		}
+		faults = append(faults, f)
+	}
+	ids := make([]string, set.workflows)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("chaos-%03d", i)
+	}
+	// Clients: four submitters, and an approver for each workflow that
+	// awaits one.
+	next := atomic.Int32{}
+	var clients sync.WaitGroup
+	submitted := make(chan struct{})
+	perFault := max(set.workflows/(set.faults+1), 1)
+	for range 4 {
+		clients.Add(1)
+		go func() {
+			defer clients.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(ids) {
+					return
+				}
+				r.submit(t, ids[i], i)
+				if _, approval := chaosPlan(i); approval {
+					clients.Add(1)
+					go func() { defer clients.Done(); r.approve(t, ids[i], i) }()
+				}
+				if i == len(ids)-1 {
+					close(submitted)
+				}
+				time.Sleep(20 * time.Millisecond) // a steady stream, not a burst
+			}
+		}()
+	}
+	var restarts []string
+	for k, f := range faults {
+		// Each fault while workflows are being submitted.
+		for int(next.Load()) < min((k+1)*perFault, len(ids)) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		took := r.inject(t, f)
+		line := fmt.Sprintf("%s n%d for %s", f.kind, f.node+1, f.out)
+		if f.kind == "kill" {
+			line += fmt.Sprintf(", ready %s after its restart", took.Round(time.Millisecond))
+		}
+		restarts = append(restarts, line)
+		r.awaitCurrent(t)
+	}
+	select {
+	case <-submitted:
+	case <-time.After(5 * time.Minute):
+		t.Fatal("not every workflow was submitted within 5 minutes")
+	}
+	clients.Wait()
+	awaitCompleted(t, c, ids)
+	for _, id := range ids {
+		c.checkWorkflow(t, id, nil)
+	}
+	for _, refusal := range r.refused {
+		t.Errorf("refused while two nodes were up: %s", refusal)
+	}
+	counts := map[string]int{}
+	logs := r.past
+	for _, n := range c.nodes {
+		logs = append(logs, n.p.output())
+	}
+	if dir := os.Getenv("AGENTBUS_CHAOS_LOGS"); dir != "" {
+		for k, out := range logs {
+			if err := os.WriteFile(fmt.Sprintf("%s/chaos-%d.log", dir, k), []byte(out), 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	for _, out := range logs {
+		for _, m := range chaosRecoveries.FindAllStringSubmatch(out, -1) {
+			counts[m[1]]++
+		}
+	}
+	t.Logf("faults: %s", strings.Join(restarts, "; "))
+	t.Logf("all %d workflows completed, each step once, every log whole; refusals while two nodes were up: %d; what the nodes' logs say: %v",
+		len(ids), len(r.refused), counts)
+}
