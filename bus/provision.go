@@ -199,8 +199,19 @@ func (b *Bus) Provision(ctx context.Context, cfg StreamsConfig) error {
 	}
 	var said time.Time
 	scaled := map[string]bool{}
-	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
-		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// A pass's requests go unanswered while the cluster has no meta
+	// leader (a restarted server that has not yet heard from the others):
+	// passes are given a second for the first half minute, so that a
+	// server is ready about a second after the leader is known, not after
+	// a long pass runs out (a restarted node took 10s to serve with 10s
+	// passes); then 10s, for a cluster that answers slowly.
+	start := time.Now()
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		limit := time.Second
+		if time.Since(start) > 30*time.Second {
+			limit = 10 * time.Second
+		}
+		actx, cancel := context.WithTimeout(ctx, limit)
 		err := b.provision(actx, cfg, scaled)
 		cancel()
 		if err == nil {
