@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -32,6 +33,7 @@ type Entry struct {
 type KV struct {
 	kv     jetstream.KeyValue
 	js     jetstream.JetStream
+	nc     *nats.Conn
 	bucket string
 }
 
@@ -41,7 +43,7 @@ func (b *Bus) KV(ctx context.Context, bucket string) (*KV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: bucket %s: %w", bucket, err)
 	}
-	return &KV{kv: kv, js: b.js, bucket: bucket}, nil
+	return &KV{kv: kv, js: b.js, nc: b.nc, bucket: bucket}, nil
 }
 
 // PutTTL stores key with its own time to live: unless put again within ttl,
@@ -96,12 +98,65 @@ func (s *KV) ListMatching(ctx context.Context, pattern string) ([]Entry, error) 
 }
 
 // Get returns the newest revision of key.
+//
+// A bucket's reads are direct gets, which any replica may answer; on a
+// cluster a replica restarted on its store answers before it has caught
+// up, so "not found" may only mean "not yet here" (an orchestrator once
+// took a running workflow's reply for an unknown workflow's). So a key a
+// direct get did not find is looked up again on the bucket's leader, and
+// only its answer is final. A stale value, also possible, is caught by the
+// revision check of the write that follows it.
 func (s *KV) Get(ctx context.Context, key string) (Entry, error) {
 	e, err := s.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return s.getFromLeader(ctx, key)
+	}
 	if err != nil {
 		return Entry{}, mapKVErr(key, err)
 	}
 	return Entry{Key: key, Value: e.Value(), Revision: e.Revision()}, nil
+}
+
+// getFromLeader reads key's newest revision through the bucket stream's
+// leader ($JS.API.STREAM.MSG.GET, never a direct get).
+func (s *KV) getFromLeader(ctx context.Context, key string) (Entry, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+	}
+	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + s.bucket + "." + key})
+	m, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+s.bucket, req)
+	if err != nil {
+		return Entry{}, fmt.Errorf("bus: key %s: %w", key, err)
+	}
+	var resp struct {
+		Message *struct {
+			Seq  uint64 `json:"seq"`
+			Hdrs []byte `json:"hdrs"`
+			Data []byte `json:"data"`
+		} `json:"message"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return Entry{}, fmt.Errorf("bus: key %s: %w", key, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, key)
+	case resp.Error != nil:
+		return Entry{}, fmt.Errorf("bus: key %s: %w", key, resp.Error)
+	case resp.Message == nil:
+		return Entry{}, fmt.Errorf("bus: key %s: empty answer %q", key, m.Data)
+	}
+	if len(resp.Message.Hdrs) > 0 {
+		if h, err := nats.DecodeHeadersMsg(resp.Message.Hdrs); err == nil {
+			if op := h.Get("KV-Operation"); op == "DEL" || op == "PURGE" || h.Get(jetstream.MarkerReasonHeader) != "" {
+				return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, key)
+			}
+		}
+	}
+	return Entry{Key: key, Value: resp.Message.Data, Revision: resp.Message.Seq}, nil
 }
 
 // Create stores key only if it does not exist.

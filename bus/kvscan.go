@@ -56,7 +56,7 @@ func (b *Bus) Leases(ctx context.Context) (*KV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: bucket %s: %w", subjects.BucketLeases, err)
 	}
-	return &KV{kv: kv, js: b.js, bucket: subjects.BucketLeases}, nil
+	return &KV{kv: kv, js: b.js, nc: b.nc, bucket: subjects.BucketLeases}, nil
 }
 
 // Stored is one revision of a key as the bucket's stream holds it, without

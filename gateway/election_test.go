@@ -32,6 +32,10 @@ func TestSubmissionWaitsOutAnElection(t *testing.T) {
 	if err := <-back; err != nil {
 		t.Fatal(err)
 	}
+	// The orchestrators' consumer went with the stream and is made again
+	// by their next pull, which may come after AcceptTimeout on a busy
+	// machine (the answer then says "queued"): wait for the workflow.
+	awaitState(t, s, "through-election")
 	_, frames := s.mustFollow(t, sub.EventsURL)
 	if last := frames[len(frames)-1]; last.Type != "complete" {
 		t.Fatalf("ended with %s", last.Type)
@@ -65,8 +69,23 @@ func TestSubmissionPastStoreTimeoutIs503(t *testing.T) {
 		t.Fatal(err)
 	}
 	sub := s.mustSubmit(t, map[string]any{"workflow_id": "after-503", "plan": plan("a:echo")})
+	awaitState(t, s, "after-503")
 	_, frames := s.mustFollow(t, sub.EventsURL)
 	if last := frames[len(frames)-1]; last.Type != "complete" {
 		t.Fatalf("ended with %s", last.Type)
+	}
+}
+
+// awaitState waits until GET /v1/workflows/{id} answers 200.
+func awaitState(t *testing.T, s *stack, id string) {
+	t.Helper()
+	for end := time.Now().Add(deadline); ; {
+		if r := s.mustDo(t, http.MethodGet, "/v1/workflows/"+id, nil); r.Status == http.StatusOK {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("workflow %s has no state within %s", id, deadline)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -23,8 +23,9 @@ type Readiness struct {
 const readyTimeout = 3 * time.Second
 
 // readyz answers GET /readyz (open without a token, like /healthz): 200 when
-// the gateway can serve, i.e. NATS is connected and every stream and bucket
-// of DESIGN.md §2 exists with the events stream's epoch; else 503 naming
+// the gateway can serve, i.e. NATS is connected, every stream and bucket
+// of DESIGN.md §2 exists with the events stream's epoch and, on a
+// cluster, this server's replicas of them are current; else 503 naming
 // what is missing. /healthz only says the process is alive and connected.
 func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	missing := g.missing(r.Context())
@@ -63,6 +64,19 @@ func (g *Gateway) missing(ctx context.Context) []string {
 	for _, name := range []string{subjects.BucketCheckpoints, subjects.BucketAgents, subjects.BucketControl} {
 		if _, err := g.bus.KV(ctx, name); err != nil {
 			out = append(out, "bucket "+name+" ("+err.Error()+")")
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	// On a cluster, a server restarted on its store is ready once its own
+	// replicas have caught up: a rolling restart waits for this before it
+	// takes the next node down, so that two replicas of every stream are
+	// always current.
+	for _, name := range []string{subjects.StreamWorkflows, subjects.StreamSteps, subjects.StreamReplies, subjects.StreamEvents, subjects.StreamTimers,
+		"KV_" + subjects.BucketCheckpoints, "KV_" + subjects.BucketControl} {
+		if why, err := g.bus.CatchingUp(ctx, name); err == nil && why != "" {
+			out = append(out, "stream "+name+" ("+why+")")
 		}
 	}
 	return out

@@ -51,10 +51,19 @@ func (o *Orchestrator) handleReply(ctx context.Context, d *bus.Delivery) (err er
 	}
 	err = o.transition(ctx, p.Tenant, p.Last, apply)
 	if err != nil && isNotFound(err) {
-		return fmt.Errorf("%w: reply for unknown workflow %s", bus.ErrPoison, p.Last)
+		if d.Delivered < unknownReplyTries {
+			// Looked up again a little later before it is given up: a
+			// reply terminated here is a step run again.
+			return &bus.RetryAfter{Delay: time.Second}
+		}
+		return fmt.Errorf("%w: reply for unknown workflow %s (after %d deliveries)", bus.ErrPoison, p.Last, d.Delivered)
 	}
 	return err
 }
+
+// unknownReplyTries is how many deliveries a reply for a workflow with no
+// checkpoint gets before it is terminated.
+const unknownReplyTries = 3
 
 // current reports whether a reply answers the task's live attempt, or an
 // earlier one the watchdog gave up as lost (since the task's last dispatch

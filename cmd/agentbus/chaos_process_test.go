@@ -23,7 +23,8 @@ import (
 // The chaos test: three serve processes with R3 streams, clients that
 // submit (and approve) through whichever node answers, and faults one at
 // a time — SIGKILL then a restart on the node's store, SIGSTOP for a few
-// seconds then SIGCONT — while workflows run. Every accepted workflow
+// seconds then SIGCONT, SIGTERM then a restart (a rolling restart's step)
+// — while workflows run. Every accepted workflow
 // completes, each step once, every event log whole, and no submission or
 // approval is refused (503) while two nodes are up.
 //
@@ -159,16 +160,34 @@ func (r *chaosRun) inject(t *testing.T, f fault) time.Duration {
 	r.down.Add(1)
 	defer r.down.Add(-1)
 	switch f.kind {
-	case "kill":
+	case "kill", "term":
 		r.mu.Lock()
-		r.c.kill(t, f.node)
+		if f.kind == "kill" {
+			r.c.kill(t, f.node)
+		} else {
+			// A rolling restart's step: SIGTERM, the node stops cleanly
+			// (lame duck: its leaderships handed over), and comes back.
+			n.httpURL = ""
+			r.mu.Unlock()
+			if err := syscall.Kill(n.p.pid(), syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-n.p.done:
+			case <-time.After(60 * time.Second):
+				t.Fatalf("n%d did not stop within 60s of SIGTERM", f.node+1)
+			}
+			r.mu.Lock()
+		}
 		r.past = append(r.past, n.p.output())
 		r.mu.Unlock()
 		time.Sleep(f.out)
-		start := time.Now()
 		p := startProc(t, n.args...)
 		m := p.waitLine(t, readyLine)
-		took := time.Since(start)
+		var took time.Duration
+		if s := startupIn.FindStringSubmatch(p.output()); s != nil {
+			took, _ = time.ParseDuration(s[1])
+		}
 		r.mu.Lock()
 		n.p, n.natsURL, n.httpURL = p, m[1], m[2]
 		r.mu.Unlock()
@@ -228,7 +247,7 @@ type chaosSettings struct {
 }
 
 func chaosConfig(t *testing.T) chaosSettings {
-	s := chaosSettings{workflows: 60, faults: 2, seed: uint64(time.Now().UnixNano())}
+	s := chaosSettings{workflows: 60, faults: 3, seed: uint64(time.Now().UnixNano())}
 	if os.Getenv("AGENTBUS_CHAOS") != "" {
 		s.workflows, s.faults = 300, 10
 	}
@@ -242,9 +261,12 @@ func chaosConfig(t *testing.T) chaosSettings {
 	return s
 }
 
+// startupIn finds how long a serve took to be ready, in its ready line.
+var startupIn = regexp.MustCompile(`msg="agentbus ready" .* startup=(\S+)`)
+
 // chaosRecoveries matches the lines of the nodes' logs that say what the
 // reconciler and the election waits did.
-var chaosRecoveries = regexp.MustCompile(`msg="(recovery: [^"]*|publish stored after a stream election|follower stalled[^"]*|step reply not stored; trying again)"`)
+var chaosRecoveries = regexp.MustCompile(`msg="(recovery: [^"]*|publish stored after a stream election|follower stalled[^"]*|step reply not stored; trying again|nats server stopped in lame duck mode[^"]*)"`)
 
 func TestClusterChaos(t *testing.T) {
 	if testing.Short() {
@@ -258,8 +280,11 @@ func TestClusterChaos(t *testing.T) {
 	var faults []fault
 	for k := range set.faults {
 		f := fault{kind: "kill", node: rng.IntN(3), out: time.Duration(1+rng.IntN(3)) * time.Second}
-		if k%2 == 1 {
+		switch k % 3 {
+		case 1:
 			f.kind, f.out = "stop", time.Duration(2+rng.IntN(4))*time.Second
+		case 2:
+			f.kind, f.out = "term", 0
 		}
 		faults = append(faults, f)
 	}
@@ -302,7 +327,7 @@ func TestClusterChaos(t *testing.T) {
 		}
 		took := r.inject(t, f)
 		line := fmt.Sprintf("%s n%d for %s", f.kind, f.node+1, f.out)
-		if f.kind == "kill" {
+		if f.kind != "stop" {
 			line += fmt.Sprintf(", ready %s after its restart", took.Round(time.Millisecond))
 		}
 		restarts = append(restarts, line)
