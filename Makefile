@@ -5,7 +5,7 @@ BIN         ?= bin/agentbus
 ARGS        ?=
 NPM         ?= npm
 
-.PHONY: run build test web web-test lint bench bench-dashboard fuzz cluster cluster-down clean
+.PHONY: run build test web web-test lint bench bench-dashboard fuzz cluster cluster-down cluster-restart chaos clean
 
 # -buildvcs=auto stamps the commit into the binary (agentbus version)
 # even where GOFLAGS turns it off; a tree without git builds all the same.
@@ -79,6 +79,21 @@ cluster: build
 ## cluster-down: stop the local cluster (its data stays in data/cluster)
 cluster-down:
 	scripts/cluster down
+
+## cluster-restart: a rolling restart (an upgrade) of the local cluster:
+## build, then one node at a time SIGTERM, start with the new binary, and
+## wait until its replicas are current (GET /readyz) before the next
+cluster-restart: build
+	BIN=$(BIN) ARGS='$(ARGS)' scripts/cluster restart
+
+## chaos: the full chaos test (not in make test, which runs a short one):
+## three serve processes, 300 workflows, ten faults one at a time (SIGKILL,
+## SIGSTOP, SIGTERM, each node brought back), CHAOS_COUNT runs in a row
+## (default 1); AGENTBUS_CHAOS_SEED replays a run, AGENTBUS_CHAOS_LOGS=DIR
+## keeps the nodes' logs
+CHAOS_COUNT ?= 1
+chaos:
+	AGENTBUS_CHAOS=1 $(GO) test -count=$(CHAOS_COUNT) -timeout 0 -v -run '^TestClusterChaos$$' ./cmd/agentbus
 
 clean:
 	rm -rf bin data

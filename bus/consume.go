@@ -218,11 +218,19 @@ func (b *Bus) EnsureConsumer(ctx context.Context, cfg ConsumeConfig) error {
 	return err
 }
 
+//
+// A consumer without a leader for the moment (electing one after a node
+// loss) times the request out: it is tried again like a publish
+// (election.go), so that a process starting then waits instead of failing.
 func (b *Bus) ensureConsumer(ctx context.Context, cfg ConsumeConfig) (jetstream.Consumer, error) {
-	cons, err := b.js.CreateOrUpdateConsumer(ctx, cfg.Stream, jetstream.ConsumerConfig{
-		Durable: cfg.Durable, FilterSubject: cfg.Filter, AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAckPending: max(cfg.Concurrency*4, 256),
-		DeliverPolicy: jetstream.DeliverAllPolicy,
+	var cons jetstream.Consumer
+	_, err := retryElection(ctx, b.electionWait, func(ctx context.Context) (err error) {
+		cons, err = b.js.CreateOrUpdateConsumer(ctx, cfg.Stream, jetstream.ConsumerConfig{
+			Durable: cfg.Durable, FilterSubject: cfg.Filter, AckPolicy: jetstream.AckExplicitPolicy,
+			AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAckPending: max(cfg.Concurrency*4, 256),
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bus: consumer %s on %s: %w", cfg.Durable, cfg.Stream, err)

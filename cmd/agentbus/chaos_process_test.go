@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -219,21 +221,36 @@ func (r *chaosRun) awaitCurrent(t *testing.T) {
 	defer b.Close()
 	streams := []string{subjects.StreamWorkflows, subjects.StreamSteps, subjects.StreamReplies, subjects.StreamEvents, subjects.StreamTimers,
 		"KV_" + subjects.BucketCheckpoints, "KV_" + subjects.BucketControl}
+	current := func(c *jetstream.ClusterInfo) bool {
+		ok := c != nil && c.Leader != "" && len(c.Replicas) == 2
+		for _, p := range c.Replicas {
+			ok = ok && p.Current && !p.Offline
+		}
+		return ok
+	}
 	for _, name := range streams {
 		for {
 			s, err := b.JetStream().Stream(ctx, name)
-			if err == nil {
-				info := s.CachedInfo()
-				current := info.Cluster != nil && info.Cluster.Leader != "" && len(info.Cluster.Replicas) == 2
-				for _, p := range info.Cluster.Replicas {
-					current = current && p.Current && !p.Offline
-				}
-				if current {
-					break
-				}
+			if err == nil && current(s.CachedInfo().Cluster) {
+				break
 			}
 			if ctx.Err() != nil {
 				t.Fatalf("stream %s not current within 2 minutes: %v", name, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	// The durable consumers too: a consumer still electing its leader
+	// when the next fault comes would be a second fault at once.
+	for _, sc := range [][2]string{{subjects.StreamSteps, "step-echo"}, {subjects.StreamSteps, "step-sleep"},
+		{subjects.StreamWorkflows, subjects.ConsumerSubmissions}, {subjects.StreamReplies, subjects.ConsumerReplies}} {
+		for {
+			c, err := b.JetStream().Consumer(ctx, sc[0], sc[1])
+			if err == nil && current(c.CachedInfo().Cluster) {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("consumer %s on %s not current within 2 minutes: %v", sc[1], sc[0], err)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
