@@ -218,7 +218,6 @@ func (b *Bus) EnsureConsumer(ctx context.Context, cfg ConsumeConfig) error {
 	return err
 }
 
-//
 // A consumer without a leader for the moment (electing one after a node
 // loss) times the request out: it is tried again like a publish
 // (election.go), so that a process starting then waits instead of failing.
