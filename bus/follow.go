@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -88,30 +89,55 @@ func (b *Bus) follow(ctx context.Context, subj string, after *uint64, fn FollowF
 	cursor.Store(*after)
 	var busy atomic.Bool // fn has a record: a slow client is no stall
 	stalled := make(chan struct{})
-	// The consumer's messages come through a callback (Consume), not an
-	// iterator (Messages), for one reason: a pull that meets "no
-	// responders" — a new consumer, hosted on another server of a
-	// cluster, whose pull subscription that server has not yet heard of
-	// (its interest travels the routes apart from the create response) —
-	// is reported to a callback consumer, which the client library then
-	// replaces at once, while an iterator ignores it and waits for two
-	// missed heartbeats: a new follower delivered nothing for 3–5 s about
-	// one time in ten on a cluster. The library replaces a consumer whose
-	// server died while holding its lock, retrying for as long as the
-	// cluster has no answer, and Stop and CachedInfo wait for it
-	// meanwhile; the callback only hands each message over, so a stalled
-	// or cancelled follower leaves it behind, stopping and deleting its
-	// consumer in the background.
-	msgs, abandon := make(chan jetstream.Msg), make(chan struct{})
+	// fn runs in the consumer's callback (Consume), in order, with no
+	// hand-off to another goroutine per event; delivering (under mu) is
+	// what follow waits out before it returns, so that fn never runs after
+	// it. Consume rather than the Messages iterator for one more reason: a
+	// pull that meets "no responders" — a new consumer, hosted on another
+	// server of a cluster, whose pull subscription that server has not yet
+	// heard of (its interest travels the routes apart from the create
+	// response) — is reported to a callback consumer, which the client
+	// library then replaces at once, while an iterator ignores it and
+	// waits for two missed heartbeats: a new follower delivered nothing
+	// for 3–5 s about one time in ten on a cluster. The library replaces a
+	// consumer whose server died while holding its lock, retrying for as
+	// long as the cluster has no answer, and Stop and CachedInfo wait for
+	// it meanwhile: follow never calls into it but to stop it, in the
+	// background.
+	var mu sync.Mutex
+	var over atomic.Bool         // follow is returning: deliver nothing more
+	ended := make(chan error, 1) // fn's error (ErrStop too)
+	deliver := func(m jetstream.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		if over.Load() {
+			return
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return
+		}
+		cursor.Store(md.Sequence.Stream)
+		env, err := events.Decode(m.Headers(), m.Data())
+		if err != nil {
+			// Most likely an agent outside Go that left out a header or a
+			// required field: say which, where, and that no client sees it.
+			b.log.Warn("event not delivered to clients: malformed", "subject", m.Subject(), "offset", md.Sequence.Stream,
+				"type", lookupHeader(m.Headers(), events.HeaderType), "source", lookupHeader(m.Headers(), events.HeaderSource), "err", err)
+			return
+		}
+		busy.Store(true)
+		err = fn(ctx, Record{Offset: md.Sequence.Stream, Envelope: env, Pending: md.NumPending})
+		busy.Store(false)
+		if err != nil {
+			over.Store(true)
+			ended <- err
+		}
+	}
 	// Idle heartbeats every 2s: when the server hosting the consumer dies
 	// (a cluster losing a node), two missed ones reset the ordered
 	// consumer on a live server within seconds, not the default 30s.
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		select {
-		case msgs <- m:
-		case <-abandon:
-		}
-	}, jetstream.PullMaxMessages(256), jetstream.PullHeartbeat(followHeartbeat),
+	cc, err := cons.Consume(deliver, jetstream.PullMaxMessages(256), jetstream.PullHeartbeat(followHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			b.log.Debug("follower consumer", "subject", subj, "err", err) // the library resets the consumer itself
 		}))
@@ -120,7 +146,6 @@ func (b *Bus) follow(ctx context.Context, subj string, after *uint64, fn FollowF
 	}
 	waitForCleanup := true
 	defer func() {
-		close(abandon)
 		// Stopping an ordered consumer leaves it on the server until its
 		// inactivity threshold; delete it now so followers never pile up.
 		cleanup := func() {
@@ -150,48 +175,29 @@ func (b *Bus) follow(ctx context.Context, subj string, after *uint64, fn FollowF
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go b.watchStall(wctx, subj, &cursor, &busy, stalled)
-	for {
-		var m jetstream.Msg
-		select {
-		case m = <-msgs:
-		case <-stalled:
-			waitForCleanup = false
-			*after = cursor.Load()
-			return errStalled
-		case <-cc.Closed():
-			*after = cursor.Load()
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("bus: follow %s: %w", subj, jetstream.ErrMsgIteratorClosed)
-		case <-ctx.Done():
-			*after = cursor.Load()
-			return ctx.Err()
+	var err2 error
+	select {
+	case err2 = <-ended:
+		if errors.Is(err2, ErrStop) {
+			err2 = nil
 		}
-		md, err := m.Metadata()
-		if err != nil {
-			continue
+	case <-stalled:
+		waitForCleanup = false
+		err2 = errStalled
+	case <-cc.Closed():
+		err2 = fmt.Errorf("bus: follow %s: %w", subj, jetstream.ErrMsgIteratorClosed)
+		if ctx.Err() != nil {
+			err2 = ctx.Err()
 		}
-		cursor.Store(md.Sequence.Stream)
-		*after = md.Sequence.Stream
-		env, err := events.Decode(m.Headers(), m.Data())
-		if err != nil {
-			// Most likely an agent outside Go that left out a header or a
-			// required field: say which, where, and that no client sees it.
-			b.log.Warn("event not delivered to clients: malformed", "subject", m.Subject(), "offset", md.Sequence.Stream,
-				"type", lookupHeader(m.Headers(), events.HeaderType), "source", lookupHeader(m.Headers(), events.HeaderSource), "err", err)
-			continue
-		}
-		busy.Store(true)
-		err = fn(ctx, Record{Offset: md.Sequence.Stream, Envelope: env, Pending: md.NumPending})
-		busy.Store(false)
-		if err != nil {
-			if errors.Is(err, ErrStop) {
-				return nil
-			}
-			return err
-		}
+	case <-ctx.Done():
+		err2 = ctx.Err()
 	}
+	// Wait out a delivery under way (fn sees ctx end), and let none start.
+	over.Store(true)
+	mu.Lock()
+	*after = cursor.Load()
+	mu.Unlock()
+	return err2
 }
 
 // A follower that has read nothing for followStallIdle asks the stream,
