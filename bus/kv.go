@@ -117,6 +117,14 @@ func (s *KV) Get(ctx context.Context, key string) (Entry, error) {
 	return Entry{Key: key, Value: e.Value(), Revision: e.Revision()}, nil
 }
 
+// GetCurrent is Get read through the bucket's leader only: never a
+// replica that has not caught up. A writer whose revision check failed
+// reads with it, since a direct get may give it the same stale revision
+// again.
+func (s *KV) GetCurrent(ctx context.Context, key string) (Entry, error) {
+	return s.getFromLeader(ctx, key)
+}
+
 // getFromLeader reads key's newest revision through the bucket stream's
 // leader ($JS.API.STREAM.MSG.GET, never a direct get).
 func (s *KV) getFromLeader(ctx context.Context, key string) (Entry, error) {

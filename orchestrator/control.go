@@ -27,7 +27,7 @@ func (o *Orchestrator) handleControl(ctx context.Context, n *bus.Notice) {
 	res, err := o.control(ctx, n)
 	if err != nil {
 		o.log.Warn("control", "subject", n.Subject, "source", n.Envelope.Source, "err", err)
-		b, _ := json.Marshal(events.ControlAnswer{Error: err.Error(), Unavailable: bus.Transient(err)})
+		b, _ := json.Marshal(events.ControlAnswer{Error: err.Error(), Unavailable: bus.Transient(err) || errors.Is(err, bus.ErrConflict)})
 		_ = n.Respond(b)
 		return
 	}

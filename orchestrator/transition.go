@@ -24,11 +24,22 @@ var errNoChange = errors.New("orchestrator: no change")
 const maxConflicts = 32
 
 func (o *Orchestrator) load(ctx context.Context, tenant, workflow string) (*Checkpoint, uint64, error) {
+	return o.loadFrom(ctx, tenant, workflow, false)
+}
+
+// loadFrom is load, through the bucket's leader when current is set: a
+// transition whose write met a newer revision must not read the same
+// stale revision again from a replica that has not caught up.
+func (o *Orchestrator) loadFrom(ctx context.Context, tenant, workflow string, current bool) (*Checkpoint, uint64, error) {
 	key, err := subjects.CheckpointKey(tenant, workflow)
 	if err != nil {
 		return nil, 0, err
 	}
-	e, err := o.checkpoints.Get(ctx, key)
+	get := o.checkpoints.Get
+	if current {
+		get = o.checkpoints.GetCurrent
+	}
+	e, err := get(ctx, key)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -108,7 +119,7 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, workflow string, 
 		}
 		cp, rev, fromCache := o.cached(key, attempt)
 		if !fromCache {
-			if cp, rev, err = o.load(ctx, tenant, workflow); err != nil {
+			if cp, rev, err = o.loadFrom(ctx, tenant, workflow, attempt > 1); err != nil {
 				return err
 			}
 		}
