@@ -79,7 +79,9 @@ func startProc(t *testing.T, args ...string) *proc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			p.mu.Lock()
@@ -90,8 +92,12 @@ func startProc(t *testing.T, args ...string) *proc {
 			default:
 			}
 		}
+		_, _ = io.Copy(io.Discard, pr) // a line past the scanner's limit: keep the pipe flowing
 	}()
-	go func() { _ = cmd.Wait(); _ = pw.Close(); close(p.done) }()
+	// done closes once the process exited and all it wrote was read: its
+	// last lines (the reason it stopped, often) were once still in the
+	// pipe when a test read output() after done (TestUpdateStreamsScalesALiveCluster's flake).
+	go func() { _ = cmd.Wait(); _ = pw.Close(); <-read; close(p.done) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-p.done
