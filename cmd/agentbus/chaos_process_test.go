@@ -19,14 +19,18 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/subjects"
 )
 
 // The chaos test: three serve processes with R3 streams, clients that
 // submit (and approve) through whichever node answers, and faults one at
 // a time — SIGKILL then a restart on the node's store, SIGSTOP for a few
-// seconds then SIGCONT, SIGTERM then a restart (a rolling restart's step)
-// — while workflows run. Every accepted workflow
+// seconds then SIGCONT, SIGTERM then a restart (a rolling restart's step),
+// a partition (every route to and from the node cut at a TCP proxy for a
+// few seconds, the node running on alone) — while workflows run. Clients
+// send a node requests only while its /readyz answers 200, as a load
+// balancer would. Every accepted workflow
 // completes, each step once, every event log whole, and no submission or
 // approval is refused (503) while two nodes are up.
 //
@@ -63,19 +67,44 @@ type chaosRun struct {
 	http      *http.Client
 	// past holds the output of the processes killed.
 	past []string
+	// faulted marks a node under a fault; gen counts each node's fault
+	// starts and ends, so that a request can tell it met one.
+	faulted [3]atomic.Bool
+	gen     [3]atomic.Int64
+	// proxies[i][j] carries node i's routes to node j (nil for i == j).
+	proxies [3][3]*tcpProxy
 }
 
-// urls returns the nodes' HTTP URLs, live or not, starting at i.
-func (r *chaosRun) urls(i int) []string {
+// node is one node's index and HTTP URL.
+type node struct {
+	i   int
+	url string
+}
+
+// nodes returns the running nodes, starting at i.
+func (r *chaosRun) nodes(i int) []node {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []string
+	var out []node
 	for k := range r.c.nodes {
-		if u := r.c.nodes[(i+k)%len(r.c.nodes)].httpURL; u != "" {
-			out = append(out, u)
+		j := (i + k) % len(r.c.nodes)
+		if u := r.c.nodes[j].httpURL; u != "" {
+			out = append(out, node{j, u})
 		}
 	}
 	return out
+}
+
+// ready asks a node's /readyz, as a load balancer would before sending
+// it a request.
+func (r *chaosRun) ready(u string) bool {
+	c := http.Client{Timeout: 4 * time.Second}
+	resp, err := c.Get(u + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // post sends body to path on whichever node answers, starting at node i,
@@ -85,9 +114,12 @@ func (r *chaosRun) post(t *testing.T, i int, path, body string) (int, []byte) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for attempt := 0; time.Now().Before(deadline); attempt++ {
-		for _, u := range r.urls(i + attempt) {
-			downBefore := r.down.Load()
-			resp, err := r.http.Post(u+path, "application/json", strings.NewReader(body))
+		for _, n := range r.nodes(i + attempt) {
+			if !r.ready(n.url) {
+				continue // as a load balancer would: the next node
+			}
+			downBefore, gen := r.down.Load(), r.gen[n.i].Load()
+			resp, err := r.http.Post(n.url+path, "application/json", strings.NewReader(body))
 			if err != nil {
 				continue // killed or stopped: the next node
 			}
@@ -96,9 +128,11 @@ func (r *chaosRun) post(t *testing.T, i int, path, body string) (int, []byte) {
 			if resp.StatusCode != http.StatusServiceUnavailable {
 				return resp.StatusCode, b
 			}
-			if downBefore <= 1 && r.down.Load() <= 1 {
+			// A refusal counts when at most one node was down and the
+			// one that answered met no fault while it answered.
+			if downBefore <= 1 && r.down.Load() <= 1 && gen%2 == 0 && r.gen[n.i].Load() == gen {
 				r.refusedMu.Lock()
-				r.refused = append(r.refused, fmt.Sprintf("%s %s: %s %s", u, path, resp.Status, b))
+				r.refused = append(r.refused, fmt.Sprintf("%s %s: %s %s", n.url, path, resp.Status, b))
 				r.refusedMu.Unlock()
 			}
 		}
@@ -121,8 +155,8 @@ func (r *chaosRun) submit(t *testing.T, id string, i int) {
 func (r *chaosRun) approve(t *testing.T, id string, i int) {
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
-		for _, u := range r.urls(i) {
-			resp, err := r.http.Get(u + "/v1/workflows/" + id)
+		for _, n := range r.nodes(i) {
+			resp, err := r.http.Get(n.url + "/v1/workflows/" + id)
 			if err != nil {
 				continue
 			}
@@ -160,8 +194,29 @@ func (r *chaosRun) inject(t *testing.T, f fault) time.Duration {
 	t.Helper()
 	n := r.c.nodes[f.node]
 	r.down.Add(1)
-	defer r.down.Add(-1)
+	r.gen[f.node].Add(1)
+	r.faulted[f.node].Store(true)
+	defer func() {
+		r.faulted[f.node].Store(false)
+		r.gen[f.node].Add(1)
+		r.down.Add(-1)
+	}()
 	switch f.kind {
+	case "partition":
+		// Every route to and from the node cut: it runs on, alone.
+		for j := range 3 {
+			if j != f.node {
+				r.proxies[f.node][j].setCut(true)
+				r.proxies[j][f.node].setCut(true)
+			}
+		}
+		time.Sleep(f.out)
+		for j := range 3 {
+			if j != f.node {
+				r.proxies[f.node][j].setCut(false)
+				r.proxies[j][f.node].setCut(false)
+			}
+		}
 	case "kill", "term":
 		r.mu.Lock()
 		if f.kind == "kill" {
@@ -264,9 +319,9 @@ type chaosSettings struct {
 }
 
 func chaosConfig(t *testing.T) chaosSettings {
-	s := chaosSettings{workflows: 60, faults: 3, seed: uint64(time.Now().UnixNano())}
+	s := chaosSettings{workflows: 60, faults: 4, seed: uint64(time.Now().UnixNano())}
 	if os.Getenv("AGENTBUS_CHAOS") != "" {
-		s.workflows, s.faults = 300, 10
+		s.workflows, s.faults = 300, 12
 	}
 	if v := os.Getenv("AGENTBUS_CHAOS_SEED"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
@@ -292,16 +347,19 @@ func TestClusterChaos(t *testing.T) {
 	set := chaosConfig(t)
 	rng := rand.New(rand.NewPCG(set.seed, set.seed))
 	t.Logf("chaos: %d workflows, %d faults, seed %d (AGENTBUS_CHAOS_SEED replays it)", set.workflows, set.faults, set.seed)
-	c := startServeCluster(t, "--jetstream-sync", "always")
-	r := &chaosRun{c: c, http: &http.Client{Timeout: 30 * time.Second}}
+	r := &chaosRun{http: &http.Client{Timeout: 30 * time.Second}}
+	r.c = startProxiedCluster(t, &r.proxies, "--jetstream-sync", "always")
+	c := r.c
 	var faults []fault
 	for k := range set.faults {
 		f := fault{kind: "kill", node: rng.IntN(3), out: time.Duration(1+rng.IntN(3)) * time.Second}
-		switch k % 3 {
+		switch k % 4 {
 		case 1:
 			f.kind, f.out = "stop", time.Duration(2+rng.IntN(4))*time.Second
 		case 2:
 			f.kind, f.out = "term", 0
+		case 3:
+			f.kind, f.out = "partition", time.Duration(3+rng.IntN(5))*time.Second
 		}
 		faults = append(faults, f)
 	}
@@ -344,7 +402,7 @@ func TestClusterChaos(t *testing.T) {
 		}
 		took := r.inject(t, f)
 		line := fmt.Sprintf("%s n%d for %s", f.kind, f.node+1, f.out)
-		if f.kind != "stop" {
+		if f.kind == "kill" || f.kind == "term" {
 			line += fmt.Sprintf(", ready %s after its restart", took.Round(time.Millisecond))
 		}
 		restarts = append(restarts, line)
@@ -383,4 +441,53 @@ func TestClusterChaos(t *testing.T) {
 	t.Logf("faults: %s", strings.Join(restarts, "; "))
 	t.Logf("all %d workflows completed, each step once, every log whole; refusals while two nodes were up: %d; what the nodes' logs say: %v",
 		len(ids), len(r.refused), counts)
+}
+
+// startProxiedCluster is startServeCluster with every route through a
+// TCP proxy of its own pair of nodes (proxies[i][j]: node i's route to
+// node j), so that a node can be cut off. Each node advertises no route
+// address its peers could reach (cluster advertise 127.0.0.1:1, in a
+// --nats-config file), so that none learns a way around the proxies.
+func startProxiedCluster(t *testing.T, proxies *[3][3]*tcpProxy, extra ...string) *serveCluster {
+	t.Helper()
+	conf := t.TempDir() + "/cluster.conf"
+	if err := os.WriteFile(conf, []byte("cluster {\n  advertise: \"127.0.0.1:1\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The proxies listen first, so that no free address picked for a
+	// route is one a proxy takes after.
+	for i := range 3 {
+		for j := range 3 {
+			if j != i {
+				proxies[i][j] = newTCPProxy(t, "")
+			}
+		}
+	}
+	routeAddrs := make([]string, 3)
+	for i := range routeAddrs {
+		routeAddrs[i] = bustest.FreeAddr(t)
+	}
+	c := &serveCluster{}
+	for i := range 3 {
+		var routes []string
+		for j := range 3 {
+			if j != i {
+				proxies[i][j].setTarget(routeAddrs[j])
+				routes = append(routes, "nats://"+proxies[i][j].Addr())
+			}
+		}
+		n := &serveNode{name: fmt.Sprintf("n%d", i+1)}
+		n.args = append([]string{"serve", "--data", t.TempDir(), "--nats-addr", bustest.FreeAddr(t), "--http-addr", "127.0.0.1:0",
+			"--nats-config", conf, "--cluster-addr", routeAddrs[i], "--routes", strings.Join(routes, ","), "--server-name", n.name,
+			"--capabilities", "echo,sleep", "--sample-corpus=false", "--heartbeat", "200ms", "--ack-wait", "2s", "--step-hold", "20s", "--submit-bound", "10s"}, extra...)
+		c.nodes = append(c.nodes, n)
+	}
+	for _, n := range c.nodes {
+		n.p = startProc(t, n.args...)
+	}
+	for _, n := range c.nodes {
+		m := n.p.waitLine(t, readyLine)
+		n.natsURL, n.httpURL = m[1], m[2]
+	}
+	return c
 }
