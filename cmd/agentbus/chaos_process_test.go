@@ -458,14 +458,10 @@ func TestClusterChaos(t *testing.T) {
 // startProxiedCluster is startServeCluster with every route through a
 // TCP proxy of its own pair of nodes (proxies[i][j]: node i's route to
 // node j), so that a node can be cut off. Each node advertises no route
-// address its peers could reach (cluster advertise 127.0.0.1:1, in a
-// --nats-config file), so that none learns a way around the proxies.
+// address its peers could reach (cluster advertise 127.0.0.1:<1,2,3>, in
+// a --nats-config file), so that none learns a way around the proxies.
 func startProxiedCluster(t *testing.T, proxies *[3][3]*tcpProxy, extra ...string) *serveCluster {
 	t.Helper()
-	conf := t.TempDir() + "/cluster.conf"
-	if err := os.WriteFile(conf, []byte("cluster {\n  advertise: \"127.0.0.1:1\"\n}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	// The proxies listen first, so that no free address picked for a
 	// route is one a proxy takes after.
 	for i := range 3 {
@@ -487,6 +483,13 @@ func startProxiedCluster(t *testing.T, proxies *[3][3]*tcpProxy, extra ...string
 				proxies[i][j].setTarget(routeAddrs[j])
 				routes = append(routes, "nats://"+proxies[i][j].Addr())
 			}
+		}
+		// Each its own unreachable address: servers that advertised the
+		// same one were taken for one another's duplicate routes (a node
+		// restarted once never rejoined).
+		conf := fmt.Sprintf("%s/cluster-%d.conf", t.TempDir(), i+1)
+		if err := os.WriteFile(conf, []byte(fmt.Sprintf("cluster {\n  advertise: \"127.0.0.1:%d\"\n}\n", i+1)), 0o644); err != nil {
+			t.Fatal(err)
 		}
 		n := &serveNode{name: fmt.Sprintf("n%d", i+1)}
 		n.args = append([]string{"serve", "--data", t.TempDir(), "--nats-addr", bustest.FreeAddr(t), "--http-addr", "127.0.0.1:0",
