@@ -19,7 +19,9 @@ import (
 // recover.go), and the workflow never starts. So the orchestrator that
 // holds the scan lease (scan.go) also reads, each pass, the submissions
 // stored for longer than SubmitBound — in a work-queue stream, exactly the
-// ones no orchestrator finished — and for each:
+// ones no orchestrator finished — and for each that the submissions
+// consumer has delivered (one it has not reached yet waits in a backlog,
+// and is left to it):
 //   - with no checkpoint: starts it from the stream itself, as the
 //     consumer would have (handleSubmission; a consumer that delivers it
 //     later finds the checkpoint and only acks), records a status event
@@ -37,6 +39,7 @@ type reconcileReport struct {
 	Read    int // stored submissions older than the bound
 	Started int // of those, started from the stream
 	Cleared int // of those, already handled: deleted
+	Queued  int // of those, not delivered yet (a backlog): left alone
 }
 
 // reconcileSubmissions runs one pass; now - SubmitBound is the bound.
@@ -46,6 +49,13 @@ func (o *Orchestrator) reconcileSubmissions(ctx context.Context, now time.Time) 
 	r.Read = len(msgs)
 	var errs []error
 	for _, m := range msgs {
+		// A submission its consumer has not delivered yet waits behind a
+		// backlog: that is no stuck consumer, and neither is any after it.
+		h, err := o.bus.ConsumerHolds(ctx, subjects.StreamWorkflows, subjects.ConsumerSubmissions, m.Sequence)
+		if err == nil && h.Holding == bus.Queued {
+			r.Queued = len(msgs) - r.Started - r.Cleared - len(errs)
+			break
+		}
 		started, err := o.reconcileSubmission(ctx, m)
 		switch {
 		case err != nil:

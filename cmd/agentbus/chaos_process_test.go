@@ -491,18 +491,8 @@ func startProxiedCluster(t *testing.T, proxies *[3][3]*tcpProxy, extra ...string
 		if err := os.WriteFile(conf, []byte(fmt.Sprintf("cluster {\n  advertise: \"127.0.0.1:%d\"\n}\n", i+1)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		n := &serveNode{name: fmt.Sprintf("n%d", i+1)}
-		n.args = append([]string{"serve", "--data", t.TempDir(), "--nats-addr", bustest.FreeAddr(t), "--http-addr", "127.0.0.1:0",
-			"--nats-config", conf, "--cluster-addr", routeAddrs[i], "--routes", strings.Join(routes, ","), "--server-name", n.name,
-			"--capabilities", "echo,sleep", "--sample-corpus=false", "--heartbeat", "200ms", "--ack-wait", "2s", "--step-hold", "20s", "--submit-bound", "10s"}, extra...)
-		c.nodes = append(c.nodes, n)
+		c.nodes = append(c.nodes, newServeNode(t, i, routeAddrs[i], routes, append([]string{"--nats-config", conf}, extra...)...))
 	}
-	for _, n := range c.nodes {
-		n.p = startProc(t, n.args...)
-	}
-	for _, n := range c.nodes {
-		m := n.p.waitLine(t, readyLine)
-		n.natsURL, n.httpURL = m[1], m[2]
-	}
+	c.start(t)
 	return c
 }

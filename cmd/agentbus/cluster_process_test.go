@@ -49,12 +49,25 @@ func startServeCluster(t *testing.T, extra ...string) *serveCluster {
 		routes = append(routes, "nats://"+routeAddrs[i])
 	}
 	for i := range 3 {
-		n := &serveNode{name: fmt.Sprintf("n%d", i+1)}
-		n.args = append([]string{"serve", "--data", t.TempDir(), "--nats-addr", bustest.FreeAddr(t), "--http-addr", "127.0.0.1:0",
-			"--cluster-addr", routeAddrs[i], "--routes", strings.Join(routes, ","), "--server-name", n.name,
-			"--capabilities", "echo,sleep", "--sample-corpus=false", "--heartbeat", "200ms", "--ack-wait", "2s", "--step-hold", "20s", "--submit-bound", "10s"}, extra...)
-		c.nodes = append(c.nodes, n)
+		c.nodes = append(c.nodes, newServeNode(t, i, routeAddrs[i], routes, extra...))
 	}
+	c.start(t)
+	return c
+}
+
+// newServeNode is node i (named n<i+1>) of a test cluster: its route
+// listen address, the route URLs it dials, and extra flags.
+func newServeNode(t *testing.T, i int, routeAddr string, routes []string, extra ...string) *serveNode {
+	n := &serveNode{name: fmt.Sprintf("n%d", i+1)}
+	n.args = append([]string{"serve", "--data", t.TempDir(), "--nats-addr", bustest.FreeAddr(t), "--http-addr", "127.0.0.1:0",
+		"--cluster-addr", routeAddr, "--routes", strings.Join(routes, ","), "--server-name", n.name,
+		"--capabilities", "echo,sleep", "--sample-corpus=false", "--heartbeat", "200ms", "--ack-wait", "2s", "--step-hold", "20s", "--submit-bound", "10s"}, extra...)
+	return n
+}
+
+// start starts every node and waits until each is ready.
+func (c *serveCluster) start(t *testing.T) {
+	t.Helper()
 	for _, n := range c.nodes {
 		n.p = startProc(t, n.args...)
 	}
@@ -62,7 +75,6 @@ func startServeCluster(t *testing.T, extra ...string) *serveCluster {
 		m := n.p.waitLine(t, readyLine)
 		n.natsURL, n.httpURL = m[1], m[2]
 	}
-	return c
 }
 
 // kill ends node i with SIGKILL: no flush, no goodbye.
