@@ -232,7 +232,6 @@ func (o *Orchestrator) redispatch(ctx context.Context, tenant, workflow, step st
 		}
 		cp.ResumeCount++
 		applied = true
-		o.log.Warn("recovery: step lost: dispatched again", "tenant", tenant, "workflow", workflow, "step", step, "attempt", t.Attempt)
 		return cp.emit(events.TypeStatus, step, events.Status{State: events.StateWorking, StepID: step, Recovery: events.RecoveryLost, Message: fmt.Sprintf(
 			"recovery: step %s attempt %d: its request is no longer queued and no reply came (the server lost one): dispatched again as attempt %d",
 			step, attempt, t.Attempt)})
@@ -241,6 +240,9 @@ func (o *Orchestrator) redispatch(ctx context.Context, tenant, workflow, step st
 		return nil
 	}
 	if err == nil && applied {
+		// Said once the write stood: a transition run first on a stale
+		// copy of the checkpoint may find the step answered on its retry.
+		o.log.Warn("recovery: step lost: dispatched again", "tenant", tenant, "workflow", workflow, "step", step, "attempt", attempt+1)
 		o.cfg.Metrics.recovered(events.RecoveryLost)
 	}
 	return err
