@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/agentbus/agentbus/events"
 )
 
 // browser starts a headless Chromium for the test, closed at cleanup, and
@@ -59,14 +57,4 @@ func await(ctx context.Context, expr string, out any) error {
 		return err
 	}
 	return json.Unmarshal(raw, out)
-}
-
-// eventTypes are the short names of the client event types, each of which
-// is its own SSE event name.
-func eventTypes() []string {
-	var out []string
-	for _, t := range events.Types() {
-		out = append(out, t.Short())
-	}
-	return out
 }

@@ -52,7 +52,6 @@ func startStackOn(t *testing.T, env *bustest.Env, opts stackOptions) *stack {
 	return &stack{Stack: st, t: t, env: env}
 }
 
-func (s *stack) startGateway()   { s.StartGateway() }
 func (s *stack) stopGateway()    { s.StopGateway() }
 func (s *stack) restartGateway() { s.RestartGateway() }
 

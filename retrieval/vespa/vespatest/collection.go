@@ -127,18 +127,22 @@ func parseSelection(sel, doctype string) (selection, error) {
 	}
 	parts, err := splitAnd(sel)
 	if err != nil {
+		//lint:ignore ST1005 Vespa's own message, word for word
 		return nil, fmt.Errorf("Failed to parse document selection string: %v", err)
 	}
 	var out selection
 	for _, p := range parts {
 		m := compRE.FindStringSubmatch(strings.TrimSpace(p))
 		if m == nil {
+			//lint:ignore ST1005 Vespa's own message, word for word
 			return nil, fmt.Errorf("Failed to parse document selection string %q at %q", sel, p)
 		}
 		if m[1] != doctype {
+			//lint:ignore ST1005 Vespa's own message, word for word
 			return nil, fmt.Errorf("Document type %s in the selection is not %s", m[1], doctype)
 		}
 		if !fields[m[2]] {
+			//lint:ignore ST1005 Vespa's own message, word for word
 			return nil, fmt.Errorf("No field '%s' in the structure of type '%s'", m[2], doctype)
 		}
 		c := comparison{field: m[2], eq: m[3] == "=="}
