@@ -46,6 +46,15 @@
 // deadline, examines each working step as the watchdog would, and re-arms
 // the timers the server lost.
 //
+// A consumer may also hold a message as delivered and never hand it out
+// again (seen on a cluster after a node's SIGKILL). The reconciler covers
+// it: a step whose request its consumer holds is recovered by stepping the
+// consumer's leader down, then, past Config.StepHold, by a new, fenced
+// attempt (recover.go); and the scan-lease holder starts from the stream a
+// stored submission the submissions consumer holds with no checkpoint past
+// Config.SubmitBound (reconcile.go). Each recovery is logged, counted and
+// written into the workflow's log as a status event with its kind.
+//
 // Conversations (session.go): a submission with a session id is a turn of
 // that session (package sessions, KV AGENTBUS_SESSIONS, per tenant and
 // user). At submit the session is loaded and a follow-up ("and what about
