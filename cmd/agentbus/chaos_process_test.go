@@ -307,14 +307,25 @@ func (r *chaosRun) awaitCurrent(t *testing.T) {
 		r.heals = append(r.heals, fmt.Sprintf("%s not current after 30s: leader stepped down (%v)", what, err))
 		r.mu.Unlock()
 	}
+	// Each look-up gets 5s, so that one the cluster does not answer (its
+	// JetStream API has been seen silent for minutes) still lets the wait
+	// step down a leader and say what it last saw.
+	var last string
 	for _, name := range streams {
 		for {
-			s, err := b.JetStream().Stream(ctx, name)
+			rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+			s, err := b.JetStream().Stream(rctx, name)
+			rcancel()
 			if err == nil && current(s.CachedInfo().Cluster) {
 				break
 			}
+			if err == nil {
+				last = fmt.Sprintf("%+v", s.CachedInfo().Cluster)
+			} else {
+				last = err.Error()
+			}
 			if ctx.Err() != nil {
-				t.Fatalf("stream %s not current within 2 minutes: %v (stepdowns tried: %v)", name, err, r.heals)
+				t.Fatalf("stream %s not current within 2 minutes: last seen %s (stepdowns tried: %v)", name, last, r.heals)
 			}
 			stepDown("stream "+name, "$JS.API.STREAM.LEADER.STEPDOWN."+name)
 			time.Sleep(100 * time.Millisecond)
@@ -325,12 +336,19 @@ func (r *chaosRun) awaitCurrent(t *testing.T) {
 	for _, sc := range [][2]string{{subjects.StreamSteps, "step-echo"}, {subjects.StreamSteps, "step-sleep"},
 		{subjects.StreamWorkflows, subjects.ConsumerSubmissions}, {subjects.StreamReplies, subjects.ConsumerReplies}} {
 		for {
-			c, err := b.JetStream().Consumer(ctx, sc[0], sc[1])
+			rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+			c, err := b.JetStream().Consumer(rctx, sc[0], sc[1])
+			rcancel()
 			if err == nil && current(c.CachedInfo().Cluster) {
 				break
 			}
+			if err == nil {
+				last = fmt.Sprintf("%+v", c.CachedInfo().Cluster)
+			} else {
+				last = err.Error()
+			}
 			if ctx.Err() != nil {
-				t.Fatalf("consumer %s on %s not current within 2 minutes: %v (stepdowns tried: %v)", sc[1], sc[0], err, r.heals)
+				t.Fatalf("consumer %s on %s not current within 2 minutes: last seen %s (stepdowns tried: %v)", sc[1], sc[0], last, r.heals)
 			}
 			stepDown("consumer "+sc[1], "$JS.API.CONSUMER.LEADER.STEPDOWN."+sc[0]+"."+sc[1])
 			time.Sleep(100 * time.Millisecond)
