@@ -243,16 +243,6 @@ func (w *Worker) handle(ctx context.Context, r *running, capability string, d *b
 	capStats.end(start, err, canceled)
 	ran := time.Since(start)
 	req.queuedMS, req.runMS = millis(queued), millis(ran)
-	if canceled && !w.stillCanceled(ctx, key) {
-		// The mark that stopped it is stale: a cancel a resume has since
-		// withdrawn, seen late by the control bucket's watch (its put
-		// replayed after the delete was read above) or on the control
-		// subject. Acking it without an answer would strand the step:
-		// it is delivered again and runs.
-		w.cfg.Metrics.finished(ctx, capability, OutcomeRetried, ran)
-		w.log.Info("step interrupted by a cancel that no longer stands: delivered again", "workflow", req.WorkflowID, "step", req.StepID)
-		return fmt.Errorf("agents: step %s interrupted by a withdrawn cancel", req.StepID)
-	}
 	if canceled {
 		reason, _ := w.cancels.isCanceled(key)
 		spanFailed(ctx, "canceled: "+reason)
