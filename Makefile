@@ -60,6 +60,7 @@ bench-dashboard:
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzBuilders -fuzztime $(FUZZTIME) ./subjects
+	$(GO) test -run '^$$' -fuzz FuzzApply -fuzztime $(FUZZTIME) ./workflow
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./events
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeControl$$' -fuzztime $(FUZZTIME) ./events
 	$(GO) test -run '^$$' -fuzz FuzzDecodeClientFrame -fuzztime $(FUZZTIME) ./gateway

@@ -17,9 +17,9 @@ import (
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/gateway"
-	"github.com/agentbus/agentbus/orchestrator"
 	"github.com/agentbus/agentbus/schemas"
 	"github.com/agentbus/agentbus/subjects"
+	engine "github.com/agentbus/agentbus/workflow"
 )
 
 // SourceClient is the CloudEvent source of what a NATS client publishes.
@@ -212,11 +212,11 @@ func (n *natsClient) state(ctx context.Context, workflow string) (State, error) 
 	return s, nil
 }
 
-func (n *natsClient) checkpoints(ctx context.Context, workflow string) ([]Revision, error) {
-	if _, err := n.checkpoint(ctx, workflow); err != nil {
+func (n *natsClient) checkpoints(ctx context.Context, wf string) ([]Revision, error) {
+	if _, err := n.checkpoint(ctx, wf); err != nil {
 		return nil, err
 	}
-	key, _ := subjects.CheckpointKey(n.tenant, workflow)
+	key, _ := subjects.CheckpointKey(n.tenant, wf)
 	kv, err := n.b.KV(ctx, subjects.BucketCheckpoints)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
@@ -232,7 +232,7 @@ func (n *natsClient) checkpoints(ctx context.Context, workflow string) ([]Revisi
 			continue
 		}
 		s.Outbox = nil
-		status := orchestrator.RevisionStatus(i == len(hist)-1, s.Status)
+		status := engine.RevisionStatus(i == len(hist)-1, s.Status)
 		b, _ := json.Marshal(s)
 		out = append(out, Revision{Revision: e.Revision, Status: status, Checkpoint: b})
 	}

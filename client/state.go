@@ -8,12 +8,12 @@ import (
 	"strconv"
 
 	"github.com/agentbus/agentbus/discovery"
-	"github.com/agentbus/agentbus/orchestrator"
+	engine "github.com/agentbus/agentbus/workflow"
 )
 
 // State is a workflow's checkpoint as the gateway gives it: status,
 // plan, stages, each step's state and output, result, error, timings.
-type State = orchestrator.Checkpoint
+type State = engine.Checkpoint
 
 // State reads a workflow's state (GET /v1/workflows/{id}).
 func (c *Client) State(ctx context.Context, workflow string) (State, error) {

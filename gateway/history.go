@@ -11,9 +11,9 @@ import (
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/orchestrator"
 	"github.com/agentbus/agentbus/schemas"
 	"github.com/agentbus/agentbus/subjects"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // summary is a workflow in a listing.
@@ -125,7 +125,7 @@ func (g *Gateway) checkpointsHistory(w http.ResponseWriter, r *http.Request) {
 		delete(cp, "outbox")
 		var status events.State
 		_ = json.Unmarshal(cp["status"], &status)
-		st := orchestrator.RevisionStatus(i == len(hist)-1, status)
+		st := workflow.RevisionStatus(i == len(hist)-1, status)
 		b, _ := json.Marshal(cp)
 		out = append(out, revision{Revision: e.Revision, Status: st, Checkpoint: b})
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // ControlQueue is the queue group orchestrators share on control subjects:
@@ -63,25 +64,27 @@ func (o *Orchestrator) control(ctx context.Context, n *bus.Notice) (events.Contr
 			}
 		}
 	}
-	err = o.transition(ctx, p.Tenant, p.Last, func(cp *Checkpoint) error {
-		res.Applied, res.Message = false, ""
-		var err error
-		switch c.Action {
-		case events.ActionCancel:
-			err = o.cancel(cp, c, &res)
-		case events.ActionResume:
-			err = o.resume(cp, &res)
-		case events.ActionApprove, events.ActionReject:
-			err = o.decide(cp, c, &res)
-		default:
-			err = fmt.Errorf("unknown action %q", c.Action)
-		}
-		res.Status = cp.Status
-		if err == nil && !res.Applied {
-			return errNoChange
-		}
-		return err
-	})
+	var in workflow.Input
+	switch c.Action {
+	case events.ActionCancel:
+		in = workflow.Cancel{Reason: c.Reason}
+	case events.ActionResume:
+		in = workflow.Resume{}
+	case events.ActionApprove:
+		in = workflow.Approve{StepID: c.StepID, Comment: c.Reason}
+	case events.ActionReject:
+		in = workflow.Reject{StepID: c.StepID, Comment: c.Reason}
+	default:
+		return res, fmt.Errorf("unknown action %q", c.Action)
+	}
+	a, err := o.transition(ctx, p.Tenant, p.Last, in)
+	res.Status, res.Applied, res.Message = a.Status, err == nil, a.Message
+	var refused *workflow.IllegalError
+	if errors.As(err, &refused) {
+		// Not for this state (already ended, nothing awaits a decision):
+		// answered, not an error.
+		res.Message, err = refused.Reason, nil
+	}
 	if c.Action == events.ActionCancel && err == nil && res.Status != events.StateCanceled {
 		// Not applied (the workflow had already ended): withdraw the record.
 		if cerr := o.clearCancel(ctx, p.Tenant, p.Last); cerr != nil {
@@ -114,104 +117,4 @@ func (o *Orchestrator) clearCancel(ctx context.Context, tenant, workflow string)
 		return err
 	}
 	return nil
-}
-
-func (o *Orchestrator) cancel(cp *Checkpoint, c events.Control, res *events.ControlResult) error {
-	if cp.Status.Terminal() {
-		res.Message = fmt.Sprintf("workflow already %s", cp.Status)
-		return nil
-	}
-	reason := c.Reason
-	if reason == "" {
-		reason = "canceled on request"
-	}
-	for _, t := range cp.Tasks {
-		if !t.Status.Terminal() {
-			t.Status = events.StateCanceled
-		}
-	}
-	cp.Status, cp.Phase, cp.Canceled = events.StateCanceled, PhaseDone, reason
-	res.Applied, res.Message = true, "canceled"
-	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateCanceled, Message: reason}); err != nil {
-		return err
-	}
-	return cp.emit(events.TypeCancelled, "", events.Cancelled{Reason: reason})
-}
-
-// resume restarts a failed workflow: failed tasks are dispatched again,
-// completed ones keep their outputs and are never re-run.
-func (o *Orchestrator) resume(cp *Checkpoint, res *events.ControlResult) error {
-	if cp.Status != events.StateFailed {
-		res.Message = fmt.Sprintf("only a failed workflow can be resumed; this one is %s", cp.Status)
-		return nil
-	}
-	if len(cp.Stages) == 0 {
-		res.Message = "the workflow failed before it had a valid plan; submit a corrected one"
-		return nil
-	}
-	n := 0
-	for _, t := range cp.Tasks {
-		if t.Status == events.StateFailed || t.Status == events.StateWorking || t.Status == events.StateCanceled {
-			t.Status, t.Error, t.CompletedAt = events.StateSubmitted, "", nil
-			n++
-		}
-	}
-	cp.Status, cp.Error, cp.Deadline = events.StateWorking, nil, nil
-	cp.ResumeCount++
-	// The watchdog's timer ended with the failure: a new one watches the
-	// steps that run again.
-	if err := o.armWatch(cp); err != nil {
-		return err
-	}
-	res.Applied, res.Message = true, fmt.Sprintf("resumed: %d steps run again", n)
-	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateWorking,
-		Message: fmt.Sprintf("resumed (resume %d): %d steps run again, completed steps kept", cp.ResumeCount, n)}); err != nil {
-		return err
-	}
-	return o.advance(cp)
-}
-
-// decide applies an approval decision to the step(s) awaiting one.
-func (o *Orchestrator) decide(cp *Checkpoint, c events.Control, res *events.ControlResult) error {
-	if cp.Status.Terminal() {
-		res.Message = fmt.Sprintf("workflow already %s", cp.Status)
-		return nil
-	}
-	var decided []string
-	for _, s := range cp.Plan.Steps {
-		t := cp.Tasks[s.ID]
-		if t.Approval == nil || t.Approval.State != ApprovalPending || (c.StepID != "" && c.StepID != s.ID) {
-			continue
-		}
-		decided = append(decided, s.ID)
-		t.Approval.Comment = c.Reason
-		if c.Action == events.ActionReject {
-			t.Approval.State, t.Status = ApprovalRejected, events.StateRejected
-			continue
-		}
-		t.Approval.State, t.Status = ApprovalApproved, events.StateCompleted
-		if err := cp.emit(events.TypeStatus, s.ID, events.Status{State: events.StateCompleted, StepID: s.ID, Message: "approved: " + c.Reason}); err != nil {
-			return err
-		}
-	}
-	if len(decided) == 0 {
-		res.Message = "no step awaits a decision"
-		if c.StepID != "" {
-			res.Message = fmt.Sprintf("step %q does not await a decision", c.StepID)
-		}
-		return nil
-	}
-	res.Applied = true
-	if c.Action == events.ActionReject {
-		res.Message = fmt.Sprintf("rejected %v", decided)
-		cp.Status, cp.Phase = events.StateRejected, PhaseDone
-		if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateRejected, Message: "rejected: " + c.Reason}); err != nil {
-			return err
-		}
-		e := events.Error{Code: events.CodeRejected, StepID: decided[0], Message: fmt.Sprintf("step %s rejected: %s", decided[0], c.Reason)}
-		cp.Error = &e
-		return cp.emit(events.TypeError, decided[0], e)
-	}
-	res.Message = fmt.Sprintf("approved %v", decided)
-	return o.advance(cp)
 }

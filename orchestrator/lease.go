@@ -2,12 +2,12 @@ package orchestrator
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
+	wf "github.com/agentbus/agentbus/workflow"
 )
 
 // The step watchdog. Every dispatched step attempt has a lease: StepLease
@@ -87,7 +87,7 @@ func (o *Orchestrator) watch(ctx context.Context, tenant, workflow string, n int
 	if len(cp.Outbox) > 0 {
 		// An earlier transition stored its decisions but has not published
 		// them (its process died and its trigger went missing): finish it.
-		if err := o.transition(ctx, tenant, workflow, func(*Checkpoint) error { return errNoChange }); err != nil {
+		if err := o.settle(ctx, tenant, workflow); err != nil {
 			return err
 		}
 		return o.rearm(ctx, cp, n, time.Now().Add(o.cfg.StepLease))
@@ -128,8 +128,8 @@ func (o *Orchestrator) watch(ctx context.Context, tenant, workflow string, n int
 
 // rearm schedules the workflow's watchdog timer number n again, at at. A
 // second schedule (this handler run twice) replaces the first.
-func (o *Orchestrator) rearm(ctx context.Context, cp *Checkpoint, n int, at time.Time) error {
-	m, err := watchTimer(cp, n, at)
+func (o *Orchestrator) rearm(ctx context.Context, cp *wf.Checkpoint, n int, at time.Time) error {
+	m, err := wf.WatchTimer(cp, n, at, time.Now())
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (o *Orchestrator) rearm(ctx context.Context, cp *Checkpoint, n int, at time
 }
 
 // working lists a checkpoint's working steps in id order.
-func working(cp *Checkpoint) []string {
+func working(cp *wf.Checkpoint) []string {
 	var ids []string
 	for id, t := range cp.Tasks {
 		if t.Status == events.StateWorking {
@@ -151,7 +151,7 @@ func working(cp *Checkpoint) []string {
 // examine reads the streams for a sign of a step attempt (see the comment
 // at the top of this file for what counts and why in this order); cp is
 // the workflow's checkpoint as read before.
-func (o *Orchestrator) examine(ctx context.Context, cp *Checkpoint, step string, attempt int) (verdict, error) {
+func (o *Orchestrator) examine(ctx context.Context, cp *wf.Checkpoint, step string, attempt int) (verdict, error) {
 	t, ok := cp.Tasks[step]
 	if !ok || cp.Status.Terminal() || t.Status != events.StateWorking || t.Attempt != attempt {
 		return settled, nil
@@ -200,46 +200,14 @@ func (o *Orchestrator) examine(ctx context.Context, cp *Checkpoint, step string,
 	return lost, nil
 }
 
-// maxLost is how many attempts of a step in a row may be lost before the
-// step fails: a server that loses messages loses a few around a crash, so
-// more than that means an answer that can never be recorded (an agent that
-// replies where no orchestrator reads), and dispatching it again forever
-// would hide it.
-const maxLost = 5
-
 // redispatch dispatches a lost step attempt again as the next attempt, if
 // it is still the live one; replies of either attempt count (Task.Since).
 func (o *Orchestrator) redispatch(ctx context.Context, tenant, workflow, step string, attempt int) error {
-	applied := false
-	err := o.transition(ctx, tenant, workflow, func(cp *Checkpoint) error {
-		applied = false
-		t, ok := cp.Tasks[step]
-		if !ok || cp.Status.Terminal() || t.Status != events.StateWorking || t.Attempt != attempt {
-			return errNoChange // answered, canceled or dispatched again meanwhile
-		}
-		if t.Since == 0 {
-			t.Since = t.Attempt
-		}
-		if lost := t.Attempt - t.Since + 1; lost >= maxLost {
-			o.log.Warn("step lost too often: failed", "tenant", tenant, "workflow", workflow, "step", step, "attempts", lost)
-			return o.failed(cp, events.StepFailed{StepID: step, Capability: t.Capability, Attempt: t.Attempt, Worker: "orchestrator", Error: fmt.Sprintf(
-				"%d attempts in a row neither stayed queued nor were answered where the orchestrator reads replies (%s): given up", lost, subjects.AllReplies)})
-		}
-		s, _ := cp.planStep(step)
-		deps, _ := cp.inputs(s)
-		if err := o.request(cp, s, t, deps); err != nil {
-			return err
-		}
-		cp.ResumeCount++
-		applied = true
-		return cp.emit(events.TypeStatus, step, events.Status{State: events.StateWorking, StepID: step, Recovery: events.RecoveryLost, Message: fmt.Sprintf(
-			"recovery: step %s attempt %d: its request is no longer queued and no reply came (the server lost one): dispatched again as attempt %d",
-			step, attempt, t.Attempt)})
-	})
+	a, err := o.apply(ctx, tenant, workflow, wf.Lost{StepID: step, Attempt: attempt})
 	if isNotFound(err) {
 		return nil
 	}
-	if err == nil && applied {
+	if err == nil && len(a.Transitions) > 0 {
 		// Said once the write stood: a transition run first on a stale
 		// copy of the checkpoint may find the step answered on its retry.
 		o.log.Warn("recovery: step lost: dispatched again", "tenant", tenant, "workflow", workflow, "step", step, "attempt", attempt+1)

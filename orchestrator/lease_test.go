@@ -20,6 +20,7 @@ import (
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/orchestrator"
 	"github.com/agentbus/agentbus/subjects"
+	engine "github.com/agentbus/agentbus/workflow"
 )
 
 // The tests in this file lose messages the way a JetStream server killed
@@ -90,11 +91,11 @@ func served(t testing.TB, env *bustest.Env, capability string) {
 
 // checkpointWhen waits until the workflow's checkpoint satisfies cond and
 // returns it.
-func checkpointWhen(t *testing.T, o *orchestrator.Orchestrator, workflow, what string, cond func(*orchestrator.Checkpoint) bool) *orchestrator.Checkpoint {
+func checkpointWhen(t *testing.T, o *orchestrator.Orchestrator, wf, what string, cond func(*engine.Checkpoint) bool) *engine.Checkpoint {
 	t.Helper()
-	var cp *orchestrator.Checkpoint
-	waitFor(t, workflow+": "+what, func() bool {
-		c, err := o.Checkpoint(context.Background(), "default", workflow)
+	var cp *engine.Checkpoint
+	waitFor(t, wf+": "+what, func() bool {
+		c, err := o.Checkpoint(context.Background(), "default", wf)
 		if err == nil && cond(c) {
 			cp = c
 			return true
@@ -205,7 +206,7 @@ func TestLostStepRequestIsDispatchedAgain(t *testing.T) {
 	served(t, env, "echo")
 	o, _ := startOrchestrator(t, env, watchdogOnly)
 	submit(t, env.Bus, "default", "lost-request", events.WorkflowSubmitted{Plan: diamond()})
-	checkpointWhen(t, o, "lost-request", "A dispatched and its sequence noted", func(cp *orchestrator.Checkpoint) bool {
+	checkpointWhen(t, o, "lost-request", "A dispatched and its sequence noted", func(cp *engine.Checkpoint) bool {
 		return cp.Tasks["A"].Status == events.StateWorking && cp.Tasks["A"].StepSeq > 0
 	})
 	subj, _ := subjects.Step("default", "echo")
@@ -236,7 +237,7 @@ func replyLost(t *testing.T, env *bustest.Env, workflow string, timer bool) *orc
 	}
 	o, stop := startOrchestrator(t, env, cfg)
 	submit(t, env.Bus, "default", workflow, events.WorkflowSubmitted{Plan: diamond()})
-	checkpointWhen(t, o, workflow, "A dispatched", func(cp *orchestrator.Checkpoint) bool {
+	checkpointWhen(t, o, workflow, "A dispatched", func(cp *engine.Checkpoint) bool {
 		return cp.Tasks["A"].Status == events.StateWorking && len(cp.Outbox) == 0
 	})
 	stop()
@@ -280,7 +281,7 @@ func TestStrandedOutboxIsPublishedByTheScan(t *testing.T) {
 	served(t, first, "echo")
 	o1, _ := startOrchestrator(t, first, orchestrator.Config{StepLease: -1})
 	submit(t, first.Bus, "default", "stranded", events.WorkflowSubmitted{Plan: diamond()})
-	checkpointWhen(t, o1, "stranded", "created", func(*orchestrator.Checkpoint) bool { return true })
+	checkpointWhen(t, o1, "stranded", "created", func(*engine.Checkpoint) bool { return true })
 	revs, err := o1.History(context.Background(), "default", "stranded")
 	if err != nil || len(revs) == 0 || len(revs[0].Checkpoint.Outbox) == 0 {
 		t.Fatalf("History = %d revisions, %v; want the first with its outbox", len(revs), err)
@@ -313,11 +314,11 @@ func TestLateReplyOfAnAttemptGivenUpIsRecordedOnce(t *testing.T) {
 	submit(t, env.Bus, "default", wf, events.WorkflowSubmitted{Plan: plan(step("A", "echo"), step("B", "echo", "A"))})
 	steps, _ := subjects.Step("default", "echo")
 	giveUp := func(id string) {
-		checkpointWhen(t, o, wf, id+" dispatched", func(cp *orchestrator.Checkpoint) bool {
+		checkpointWhen(t, o, wf, id+" dispatched", func(cp *engine.Checkpoint) bool {
 			return cp.Tasks[id].Status == events.StateWorking && cp.Tasks[id].StepSeq > 0
 		})
 		lose(t, env, subjects.StreamSteps, stored(t, env, subjects.StreamSteps, steps, events.StepKey("default", wf, id, 1)))
-		checkpointWhen(t, o, wf, id+" dispatched again", func(cp *orchestrator.Checkpoint) bool { return cp.Tasks[id].Attempt == 2 })
+		checkpointWhen(t, o, wf, id+" dispatched again", func(cp *engine.Checkpoint) bool { return cp.Tasks[id].Attempt == 2 })
 	}
 	replies, _ := subjects.Reply("default", wf)
 	answer := func(typ events.Type, id string, attempt int, payload any) {
@@ -341,7 +342,7 @@ func TestLateReplyOfAnAttemptGivenUpIsRecordedOnce(t *testing.T) {
 	giveUp("A")
 	answer(events.TypeStepCompleted, "A", 1, done("A", 1)) // late, but first: recorded
 	answer(events.TypeStepCompleted, "A", 2, done("A", 2)) // second: ignored
-	cp := checkpointWhen(t, o, wf, "B dispatched", func(cp *orchestrator.Checkpoint) bool { return cp.Tasks["B"].Status == events.StateWorking })
+	cp := checkpointWhen(t, o, wf, "B dispatched", func(cp *engine.Checkpoint) bool { return cp.Tasks["B"].Status == events.StateWorking })
 	if got := string(cp.Tasks["A"].Output); got != `"A from attempt 1"` {
 		t.Errorf("A's output = %s, want attempt 1's", got)
 	}
@@ -375,7 +376,7 @@ func TestWaitingTimersDoNotStallReplies(t *testing.T) {
 	for i := range n {
 		submit(t, env.Bus, "default", fmt.Sprintf("waiting-%d", i), events.WorkflowSubmitted{Plan: plan(step("A", "stuck")), TimeoutMS: 3_600_000})
 	}
-	checkpointWhen(t, o, fmt.Sprintf("waiting-%d", n-1), "dispatched", func(cp *orchestrator.Checkpoint) bool {
+	checkpointWhen(t, o, fmt.Sprintf("waiting-%d", n-1), "dispatched", func(cp *engine.Checkpoint) bool {
 		return cp.Tasks["A"].Status == events.StateWorking
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -406,7 +407,7 @@ func TestStepLostTooOftenFails(t *testing.T) {
 	submit(t, env.Bus, "default", wf, events.WorkflowSubmitted{Plan: plan(step("A", "echo"))})
 	steps, _ := subjects.Step("default", "echo")
 	for attempt := 1; attempt <= 5; attempt++ {
-		checkpointWhen(t, o, wf, fmt.Sprintf("attempt %d dispatched", attempt), func(cp *orchestrator.Checkpoint) bool {
+		checkpointWhen(t, o, wf, fmt.Sprintf("attempt %d dispatched", attempt), func(cp *engine.Checkpoint) bool {
 			return cp.Tasks["A"].Attempt == attempt && cp.Tasks["A"].StepSeq > 0
 		})
 		lose(t, env, subjects.StreamSteps, stored(t, env, subjects.StreamSteps, steps, events.StepKey("default", wf, "A", attempt)))
@@ -429,7 +430,7 @@ func TestWatchdogTimerOutlivesAServerRestart(t *testing.T) {
 	o, stop := startOrchestrator(t, before, watchdogOnly)
 	const wf = "restarted"
 	submit(t, before.Bus, "default", wf, events.WorkflowSubmitted{Plan: diamond()})
-	checkpointWhen(t, o, wf, "A dispatched", func(cp *orchestrator.Checkpoint) bool {
+	checkpointWhen(t, o, wf, "A dispatched", func(cp *engine.Checkpoint) bool {
 		return cp.Tasks["A"].Status == events.StateWorking && cp.Tasks["A"].StepSeq > 0 && len(cp.Outbox) == 0
 	})
 	stop()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // Workflow outcomes, the "outcome" label of the workflow metrics.
@@ -101,74 +102,48 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// before is what observe compares a transition's result with.
-type before struct {
-	status events.State
-	tasks  map[string]taskBefore
-}
-
-type taskBefore struct {
-	status         events.State
-	capability     string
-	fellBack       string
-	attempt, since int
-}
-
-// snapshot notes cp's state before a transition (nothing without metrics).
-func (m *Metrics) snapshot(cp *Checkpoint) *before {
-	if m == nil || cp == nil {
-		return nil
-	}
-	b := &before{status: cp.Status, tasks: make(map[string]taskBefore, len(cp.Tasks))}
-	for id, t := range cp.Tasks {
-		b.tasks[id] = taskBefore{status: t.Status, capability: t.Capability, fellBack: t.FellBack, attempt: t.Attempt, since: t.Since}
-	}
-	return b
-}
-
-// created counts a workflow whose first checkpoint was stored.
-func (m *Metrics) created(ctx context.Context, cp *Checkpoint) {
+// created counts a workflow whose first checkpoint was stored, and what
+// its first transition did.
+func (m *Metrics) created(ctx context.Context, cp *workflow.Checkpoint, eff workflow.Effects) {
 	if m == nil {
 		return
 	}
 	m.started.WithLabelValues(cp.TenantID).Inc()
-	m.observe(ctx, &before{status: events.StateSubmitted}, cp)
+	m.observe(ctx, cp, eff)
 }
 
-// observe counts what a stored transition changed: steps recorded,
-// fallbacks, watchdog dispatches, and the workflow's end.
-func (m *Metrics) observe(ctx context.Context, b *before, cp *Checkpoint) {
-	if m == nil || b == nil {
+// observe counts what a stored transition did, from the transitions the
+// engine returned: steps recorded, fallbacks, watchdog dispatches, and the
+// workflow's end.
+func (m *Metrics) observe(ctx context.Context, cp *workflow.Checkpoint, eff workflow.Effects) {
+	if m == nil {
 		return
 	}
-	for id, t := range cp.Tasks {
-		was, ok := b.tasks[id]
-		if !ok {
+	for _, tr := range eff.Transitions {
+		if tr.StepID == "" {
 			continue
 		}
-		switch {
-		case was.fellBack == "" && t.FellBack != "":
-			// Failed and handed to the fallback (dispatched at once, so
-			// the task may be working again).
-			m.stepFallbacks.WithLabelValues(was.capability).Inc()
-		case was.status == events.StateWorking && (t.Status == events.StateCompleted || t.Status == events.StateInputRequired || t.Status == events.StateFailed):
+		switch tr.Cause {
+		case workflow.CauseFallback:
+			m.stepFallbacks.WithLabelValues(tr.Capability).Inc()
+		case workflow.CauseRedispatch:
+			m.redispatches.WithLabelValues(tr.Capability).Inc()
+		case workflow.CauseReply:
+			t := cp.Tasks[tr.StepID]
 			outcome := OutcomeCompleted
-			if t.Status == events.StateFailed {
+			if tr.To == events.StateFailed {
 				outcome = OutcomeFailed
 			}
-			m.steps.WithLabelValues(t.Capability, outcome).Inc()
-			observe(ctx, m.stepQueue.WithLabelValues(t.Capability), t.QueuedMS/1000)
-			observe(ctx, m.stepRun.WithLabelValues(t.Capability, outcome), t.RunMS/1000)
-		case was.status == events.StateWorking && t.Status == events.StateWorking && t.Attempt > was.attempt && t.Since == was.since:
-			// A dispatch by the plan (resume) moves Since; the watchdog's keeps it.
-			m.redispatches.WithLabelValues(t.Capability).Inc()
+			m.steps.WithLabelValues(tr.Capability, outcome).Inc()
+			observe(ctx, m.stepQueue.WithLabelValues(tr.Capability), t.QueuedMS/1000)
+			observe(ctx, m.stepRun.WithLabelValues(tr.Capability, outcome), t.RunMS/1000)
 		}
 	}
-	if b.status.Terminal() || !cp.Status.Terminal() {
+	if eff.Outcome == "" {
 		return
 	}
 	outcome := OutcomeCompleted
-	switch cp.Status {
+	switch eff.Outcome {
 	case events.StateFailed, events.StateRejected:
 		outcome = OutcomeFailed
 	case events.StateCanceled:

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/sessions"
 	"github.com/agentbus/agentbus/subjects"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // Catalog reports whether some agent serves a capability.
@@ -300,7 +301,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 }
 
 // Checkpoint returns a workflow's current checkpoint, or bus.ErrNotFound.
-func (o *Orchestrator) Checkpoint(ctx context.Context, tenant, workflow string) (*Checkpoint, error) {
+func (o *Orchestrator) Checkpoint(ctx context.Context, tenant, workflow string) (*workflow.Checkpoint, error) {
 	cp, _, err := o.load(ctx, tenant, workflow)
 	return cp, err
 }

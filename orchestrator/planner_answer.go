@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // answerStepID is the id of the answer step withAnswer adds.
@@ -27,9 +28,9 @@ func (o *Orchestrator) withAnswer(ctx context.Context, p events.Plan, query stri
 	if len(p.Steps) < 2 {
 		return p, ""
 	}
-	sinks := sinkSteps(p)
+	sinks := workflow.SinkSteps(p)
 	for _, id := range sinks {
-		if s, _ := planStepOf(p, id); slices.Contains(composers, s.Capability) {
+		if s, _ := workflow.PlanStepOf(p, id); slices.Contains(composers, s.Capability) {
 			return p, ""
 		}
 	}
@@ -49,31 +50,4 @@ func (o *Orchestrator) withAnswer(ctx context.Context, p events.Plan, query stri
 	out := events.Plan{Steps: slices.Clone(p.Steps)}
 	out.Steps = append(out.Steps, events.PlanStep{ID: id, Capability: capability, Input: queryInput(query, false), DependsOn: sinks})
 	return out, fmt.Sprintf("%s (%s) answers from %v", id, capability, sinks)
-}
-
-// sinkSteps are the ids of the steps no other step depends on, in plan
-// order.
-func sinkSteps(p events.Plan) []string {
-	depended := map[string]bool{}
-	for _, s := range p.Steps {
-		for _, d := range s.DependsOn {
-			depended[d] = true
-		}
-	}
-	var out []string
-	for _, s := range p.Steps {
-		if !depended[s.ID] {
-			out = append(out, s.ID)
-		}
-	}
-	return out
-}
-
-func planStepOf(p events.Plan, id string) (events.PlanStep, bool) {
-	for _, s := range p.Steps {
-		if s.ID == id {
-			return s, true
-		}
-	}
-	return events.PlanStep{}, false
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/orchestrator"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // seedCapabilities are the built-in capabilities of the seed system's flows.
@@ -110,7 +111,7 @@ func TestHeuristicPlanner(t *testing.T) {
 			if strings.Contains(why, "\n") {
 				t.Errorf("explanation is not one line: %q", why)
 			}
-			if _, err := orchestrator.Stages(p); err != nil {
+			if _, err := workflow.Stages(p); err != nil {
 				t.Fatalf("plan fails Stages: %v", err)
 			}
 			for _, s := range p.Steps {
@@ -127,7 +128,7 @@ func TestHeuristicFlowsStagesAndEnsemble(t *testing.T) {
 	all := agentsFor(seedCapabilities...)
 
 	p, _, _ := h.Plan(t.Context(), "analyze the impact of rate limits", all)
-	stages, err := orchestrator.Stages(p)
+	stages, err := workflow.Stages(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestHeuristicFlowsStagesAndEnsemble(t *testing.T) {
 	}
 
 	p, _, _ = h.Plan(t.Context(), "what is raft", all)
-	if stages, err = orchestrator.Stages(p); err != nil || len(stages) != 3 {
+	if stages, err = workflow.Stages(p); err != nil || len(stages) != 3 {
 		t.Fatalf("simple stages %v, %v", stages, err)
 	}
 	if in := inputOf(t, p, "search"); in["ensemble"] != nil {

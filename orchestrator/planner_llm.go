@@ -12,6 +12,7 @@ import (
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/llm"
 	"github.com/agentbus/agentbus/schemas"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // Completer answers a system and a user message with text that should be
@@ -118,7 +119,7 @@ func (p *LLMPlanner) ask(ctx context.Context, query string, agents []discovery.M
 	if err := json.Unmarshal(body, &plan); err != nil {
 		return events.Plan{}, fmt.Errorf("the answer is not a plan: %v", err)
 	}
-	if _, err := Stages(plan); err != nil {
+	if _, err := workflow.Stages(plan); err != nil {
 		return events.Plan{}, fmt.Errorf("the plan is not runnable: %s", reason(err))
 	}
 	for _, s := range plan.Steps {

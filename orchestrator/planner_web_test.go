@@ -11,6 +11,7 @@ import (
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/orchestrator"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 var webCapabilities = []string{orchestrator.CapabilityWebSearch, orchestrator.CapabilitySelect, orchestrator.CapabilityIngest}
@@ -63,7 +64,7 @@ func TestWebPlannerPlansTheWebGraphBesideTheFlow(t *testing.T) {
 				t.Errorf("step %s optional %v", s.ID, s.Optional)
 			}
 		}
-		if _, err := orchestrator.Stages(p); err != nil {
+		if _, err := workflow.Stages(p); err != nil {
 			t.Fatal(err)
 		}
 		if inputOf(t, p, "web_search")["query"] != "what is the latest NATS release" {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/orchestrator"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // A step after an optional step that failed hears which one and why, and
@@ -53,7 +53,7 @@ func TestStepsHearOfFailedStepsAndOutputsComeAsArtifacts(t *testing.T) {
 			if err := env.Unmarshal(&a); err != nil {
 				t.Fatal(err)
 			}
-			if a.ArtifactID != orchestrator.StepArtifactID(a.StepID) || !a.LastChunk || env.StepID != a.StepID {
+			if a.ArtifactID != workflow.StepArtifactID(a.StepID) || !a.LastChunk || env.StepID != a.StepID {
 				t.Fatalf("step artifact %+v on step %q", a, env.StepID)
 			}
 			if a.StepID == "final" && string(a.Data) != `{"answer":"done"}` {

@@ -9,6 +9,7 @@ import (
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
+	wf "github.com/agentbus/agentbus/workflow"
 )
 
 // The submission reconciler: acknowledged means handled. A submission the
@@ -101,12 +102,9 @@ func (o *Orchestrator) reconcileSubmission(ctx context.Context, m bus.StoredMess
 	}
 	msg := fmt.Sprintf("recovery: submission stored at %s was not started by the submissions consumer within %s: started from the stream",
 		m.Time.UTC().Format(time.RFC3339), o.cfg.SubmitBound)
-	err = o.transition(ctx, p.Tenant, workflow, func(cp *Checkpoint) error {
-		if cp.Status.Terminal() {
-			return errNoChange // its plan was refused: the error event ends its log
-		}
-		return cp.emit(events.TypeStatus, "", events.Status{State: cp.Status, Message: msg, Recovery: events.RecoverySubmission})
-	})
+	// A workflow whose plan was refused has ended: its error event ends
+	// its log, and the note is stale.
+	_, err = o.apply(ctx, p.Tenant, workflow, wf.Note{Message: msg, Recovery: events.RecoverySubmission})
 	if err != nil && !isNotFound(err) {
 		return false, err
 	}

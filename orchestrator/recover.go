@@ -9,6 +9,7 @@ import (
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
+	wf "github.com/agentbus/agentbus/workflow"
 )
 
 // Recovering a step whose request a consumer holds and never hands out
@@ -50,7 +51,7 @@ const stepDownAfter = 3
 // is due and whose request is still stored, if its consumer holds it. It
 // returns how soon the watchdog should look at the step again (0: at its
 // next lease).
-func (o *Orchestrator) recoverHeld(ctx context.Context, cp *Checkpoint, step string, now time.Time) (time.Duration, error) {
+func (o *Orchestrator) recoverHeld(ctx context.Context, cp *wf.Checkpoint, step string, now time.Time) (time.Duration, error) {
 	t := cp.Tasks[step]
 	if t.StepSeq == 0 {
 		return 0, nil // where the request is stored is not known
@@ -78,7 +79,11 @@ func (o *Orchestrator) recoverHeld(ctx context.Context, cp *Checkpoint, step str
 	switch {
 	case t.HeldSince == nil || t.HeldSince.After(now):
 		log.Info("step lease due: its request is held by its consumer, delivered and not acknowledged")
-		return wait, o.noteHeld(ctx, cp, step, t.Attempt, now)
+		_, err := o.apply(ctx, cp.TenantID, cp.WorkflowID, wf.Held{StepID: step, Attempt: t.Attempt})
+		if isNotFound(err) {
+			err = nil
+		}
+		return wait, err
 	case t.SteppedDownAt == nil:
 		if held := now.Sub(*t.HeldSince); held < wait {
 			return wait - held, nil
@@ -94,10 +99,7 @@ func (o *Orchestrator) recoverHeld(ctx context.Context, cp *Checkpoint, step str
 		log.Warn("recovery: step request held without redelivery; consumer leader stepdown", "held_for", now.Sub(*t.HeldSince).Round(time.Millisecond), "outcome", how)
 		msg := fmt.Sprintf("recovery: step %s attempt %d: consumer %s has held its request, delivered and not acknowledged, since %s: %s",
 			step, t.Attempt, name, t.HeldSince.Format(time.RFC3339), how)
-		return o.stepHold(cp, step, h.AckWait), o.recovered(ctx, cp, step, t.Attempt, events.RecoveryStepDown, msg, func(_ *Checkpoint, t *Task) error {
-			t.SteppedDownAt = &now
-			return nil
-		})
+		return o.stepHold(cp, step, h.AckWait), o.recovered(ctx, cp, events.RecoveryStepDown, wf.SteppedDown{StepID: step, Attempt: t.Attempt, Message: msg})
 	}
 	hold := o.stepHold(cp, step, h.AckWait)
 	if since := now.Sub(*t.SteppedDownAt); since < hold {
@@ -112,17 +114,7 @@ func (o *Orchestrator) recoverHeld(ctx context.Context, cp *Checkpoint, step str
 	log.Warn("recovery: step request still held after the stepdown: deleted and dispatched again as a new attempt", "held_since", t.HeldSince)
 	msg := fmt.Sprintf("recovery: step %s attempt %d: its request was still held by consumer %s %s after the stepdown: deleted, and dispatched again as attempt %d (replies of attempt %d no longer count)",
 		step, t.Attempt, name, hold, t.Attempt+1, t.Attempt)
-	return 0, o.recovered(ctx, cp, step, t.Attempt, events.RecoveryRedispatch, msg, func(cp *Checkpoint, t *Task) error {
-		s, _ := cp.planStep(step)
-		deps, _ := cp.inputs(s)
-		if err := o.request(cp, s, t, deps); err != nil {
-			return err
-		}
-		t.Since = t.Attempt // fenced: the old attempt's reply is stale
-		t.HeldSince, t.SteppedDownAt = nil, nil
-		cp.ResumeCount++
-		return nil
-	})
+	return 0, o.recovered(ctx, cp, events.RecoveryRedispatch, wf.Abandoned{StepID: step, Attempt: t.Attempt, Message: msg})
 }
 
 // stepHold is how long a step's request may stay held after its
@@ -130,49 +122,21 @@ func (o *Orchestrator) recoverHeld(ctx context.Context, cp *Checkpoint, step str
 // the longest a live run can hold it. A step with its own timeout is
 // bounded by it (plus a reply's retries and the in-progress acks' slack);
 // any other by Config.StepHold.
-func (o *Orchestrator) stepHold(cp *Checkpoint, step string, ackWait time.Duration) time.Duration {
-	if s, ok := cp.planStep(step); ok && s.TimeoutMS > 0 {
+func (o *Orchestrator) stepHold(cp *wf.Checkpoint, step string, ackWait time.Duration) time.Duration {
+	if s, ok := cp.PlanStep(step); ok && s.TimeoutMS > 0 {
 		return min(time.Duration(s.TimeoutMS)*time.Millisecond+30*time.Second+stepDownAfter*ackWait, o.cfg.StepHold)
 	}
 	return o.cfg.StepHold
 }
 
-// noteHeld records when a step attempt was first seen held.
-func (o *Orchestrator) noteHeld(ctx context.Context, cp *Checkpoint, step string, attempt int, now time.Time) error {
-	err := o.transition(ctx, cp.TenantID, cp.WorkflowID, func(cp *Checkpoint) error {
-		t, ok := cp.Tasks[step]
-		if !ok || cp.Status.Terminal() || t.Status != events.StateWorking || t.Attempt != attempt || t.HeldSince != nil {
-			return errNoChange
-		}
-		t.HeldSince = &now
-		return nil
-	})
-	if isNotFound(err) {
-		return nil
-	}
-	return err
-}
-
 // recovered applies a recovery to a step attempt that is still the live
-// one, with a status event saying what was done, and counts it.
-func (o *Orchestrator) recovered(ctx context.Context, cp *Checkpoint, step string, attempt int, kind, msg string, apply func(cp *Checkpoint, t *Task) error) error {
-	applied := false
-	err := o.transition(ctx, cp.TenantID, cp.WorkflowID, func(cp *Checkpoint) error {
-		applied = false
-		t, ok := cp.Tasks[step]
-		if !ok || cp.Status.Terminal() || t.Status != events.StateWorking || t.Attempt != attempt {
-			return errNoChange // answered, canceled or dispatched again meanwhile
-		}
-		if err := apply(cp, t); err != nil {
-			return err
-		}
-		applied = true
-		return cp.emit(events.TypeStatus, step, events.Status{State: events.StateWorking, StepID: step, Message: msg, Recovery: kind})
-	})
+// one (the engine says what was done in a status event), and counts it.
+func (o *Orchestrator) recovered(ctx context.Context, cp *wf.Checkpoint, kind string, in wf.Input) error {
+	a, err := o.apply(ctx, cp.TenantID, cp.WorkflowID, in)
 	if isNotFound(err) {
 		return nil
 	}
-	if err == nil && applied {
+	if err == nil && len(a.Outbox) > 0 {
 		o.cfg.Metrics.recovered(kind)
 	}
 	return err

@@ -16,6 +16,7 @@ import (
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/orchestrator"
 	"github.com/agentbus/agentbus/subjects"
+	engine "github.com/agentbus/agentbus/workflow"
 )
 
 // The tests in this file put a consumer in the state seen on a cluster
@@ -99,7 +100,7 @@ func TestHeldStepRequestIsRecovered(t *testing.T) {
 		t.Fatal("the request never reached the holding pull")
 	}
 	md, _ := first.Metadata()
-	cp := checkpointWhen(t, o, "held", "step a dispatched again", func(cp *orchestrator.Checkpoint) bool {
+	cp := checkpointWhen(t, o, "held", "step a dispatched again", func(cp *engine.Checkpoint) bool {
 		return cp.Tasks["a"] != nil && cp.Tasks["a"].Attempt == 2
 	})
 	if ta := cp.Tasks["a"]; ta.Since != 2 || ta.HeldSince != nil || ta.SteppedDownAt != nil {

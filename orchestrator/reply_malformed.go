@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // malformedReply fails the step a reply was meant to answer when the reply
@@ -30,14 +31,8 @@ func (o *Orchestrator) malformedReply(ctx context.Context, subject string, heade
 	if source == "" {
 		source = "an agent"
 	}
-	err = o.transition(ctx, p.Tenant, p.Last, func(cp *Checkpoint) error {
-		t, ok := cp.Tasks[step]
-		if !ok || cp.Status.Terminal() || t.Status != events.StateWorking {
-			return errNoChange
-		}
-		return o.failed(cp, events.StepFailed{StepID: step, Capability: t.Capability, Attempt: t.Attempt,
-			Error: fmt.Sprintf("malformed reply from %s on %s: %v", source, subject, cause)})
-	})
+	_, err = o.apply(ctx, p.Tenant, p.Last, workflow.MalformedReply{StepID: step,
+		Error: fmt.Sprintf("malformed reply from %s on %s: %v", source, subject, cause)})
 	if err != nil && !isNotFound(err) {
 		o.log.Warn("failing the step of a malformed reply", "subject", subject, "step", step, "err", err)
 	}

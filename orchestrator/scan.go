@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/subjects"
+	wf "github.com/agentbus/agentbus/workflow"
 )
 
 // The checkpoint scan is the watchdog's backstop. Timers live in a stream,
@@ -197,7 +198,7 @@ func (s *scanner) look(ctx context.Context, v bus.Stored) looked {
 	if e.Revision != v.Revision {
 		return looked{} // it moved on; its newer revision comes of age later
 	}
-	var cp Checkpoint
+	var cp wf.Checkpoint
 	if json.Unmarshal(e.Value, &cp) != nil || cp.Status.Terminal() {
 		return looked{}
 	}
@@ -249,17 +250,17 @@ func (s *scanner) acquire(ctx context.Context) (scanLease, uint64, bool, error) 
 // heal moves on an active workflow whose checkpoint has not changed for a
 // lease, if something it waits for was lost, and re-arms the timers the
 // server may have lost with it. It reports whether it needed a transition.
-func (o *Orchestrator) heal(ctx context.Context, cp *Checkpoint) (bool, error) {
+func (o *Orchestrator) heal(ctx context.Context, cp *wf.Checkpoint) (bool, error) {
 	tenant, workflow := cp.TenantID, cp.WorkflowID
 	if len(cp.Outbox) > 0 {
 		o.log.Warn("stalled workflow: publishing its stranded outbox", "tenant", tenant, "workflow", workflow, "messages", len(cp.Outbox))
-		return true, o.transition(ctx, tenant, workflow, func(*Checkpoint) error { return errNoChange })
+		return true, o.settle(ctx, tenant, workflow)
 	}
 	if cp.Deadline != nil {
 		if !time.Now().Before(*cp.Deadline) {
 			return true, o.expire(ctx, tenant, workflow)
 		}
-		m, err := deadlineTimer(cp, *cp.Deadline)
+		m, err := wf.DeadlineTimer(cp, *cp.Deadline, time.Now())
 		if err != nil {
 			return false, err
 		}
@@ -284,7 +285,7 @@ func (o *Orchestrator) heal(ctx context.Context, cp *Checkpoint) (bool, error) {
 	if cp.Watch == 0 || o.cfg.StepLease <= 0 {
 		return healed, nil
 	}
-	m, err := watchTimer(cp, cp.Watch, time.Now().Add(o.cfg.StepLease))
+	m, err := wf.WatchTimer(cp, cp.Watch, time.Now().Add(o.cfg.StepLease), time.Now())
 	if err != nil {
 		return healed, err
 	}
@@ -292,7 +293,7 @@ func (o *Orchestrator) heal(ctx context.Context, cp *Checkpoint) (bool, error) {
 }
 
 // ensureTimer publishes a timer unless one is stored.
-func (o *Orchestrator) ensureTimer(ctx context.Context, cp *Checkpoint, m Outgoing) error {
+func (o *Orchestrator) ensureTimer(ctx context.Context, cp *wf.Checkpoint, m wf.Outgoing) error {
 	if ok, err := o.hasTimer(ctx, m); ok || err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
+	engine "github.com/agentbus/agentbus/workflow"
 )
 
 func newTestOrchestrator(t *testing.T, env *bustest.Env, cfg Config) *Orchestrator {
@@ -27,8 +28,8 @@ func newTestOrchestrator(t *testing.T, env *bustest.Env, cfg Config) *Orchestrat
 func putFinished(t *testing.T, o *Orchestrator, from, n int) {
 	t.Helper()
 	for i := from; i < from+n; i++ {
-		cp := newCheckpoint("default", fmt.Sprintf("done-%d", i), "", time.Now().UTC())
-		cp.Status, cp.Phase = events.StateCompleted, PhaseDone
+		cp := engine.New(engine.Start{TenantID: "default", WorkflowID: fmt.Sprintf("done-%d", i)}, time.Now().UTC())
+		cp.Status, cp.Phase = events.StateCompleted, engine.PhaseDone
 		b, _ := json.Marshal(cp)
 		key, _ := subjects.CheckpointKey(cp.TenantID, cp.WorkflowID)
 		if _, err := o.checkpoints.Put(context.Background(), key, b); err != nil {
@@ -111,10 +112,10 @@ func BenchmarkScanPass(b *testing.B) {
 		b.Fatal(err)
 	}
 	const n = 20000
-	cp := newCheckpoint("default", "x", "a finished workflow", time.Now().UTC())
-	cp.Status, cp.Phase = events.StateCompleted, PhaseDone
+	cp := engine.New(engine.Start{TenantID: "default", WorkflowID: "x", Query: "a finished workflow"}, time.Now().UTC())
+	cp.Status, cp.Phase = events.StateCompleted, engine.PhaseDone
 	cp.Plan = events.Plan{Steps: []events.PlanStep{{ID: "A", Capability: "echo"}, {ID: "B", Capability: "echo", DependsOn: []string{"A"}}}}
-	cp.Tasks = map[string]*Task{"A": {Capability: "echo", Status: events.StateCompleted, Attempt: 1, Output: json.RawMessage(`"some output of a step"`)},
+	cp.Tasks = map[string]*engine.Task{"A": {Capability: "echo", Status: events.StateCompleted, Attempt: 1, Output: json.RawMessage(`"some output of a step"`)},
 		"B": {Capability: "echo", Status: events.StateCompleted, Attempt: 1, Output: json.RawMessage(`"some output of a step"`)}}
 	value, _ := json.Marshal(cp)
 	ctx := context.Background()

@@ -15,60 +15,42 @@ import (
 	"github.com/agentbus/agentbus/llm"
 	"github.com/agentbus/agentbus/sessions"
 	"github.com/agentbus/agentbus/subjects"
+	"github.com/agentbus/agentbus/workflow"
 )
-
-// SessionState is what a workflow that is a turn of a conversation keeps
-// in its checkpoint: the conversation its every step request carries, and
-// whether its final turn is in the session.
-type SessionState struct {
-	ID string `json:"id"`
-	// Conversation is the session as it was when the workflow was
-	// submitted (the newest turns in full and the summary), with the
-	// query as typed when it was resolved into another.
-	Conversation events.Conversation `json:"conversation"`
-	// Resolved says how a follow-up was resolved ("" if it was not).
-	Resolved string `json:"resolved,omitempty"`
-	// Recorded is the workflow's state whose turn is in the session: set
-	// when it ends and its turn was appended.
-	Recorded events.State `json:"recorded,omitempty"`
-}
 
 // converse makes a submission with a session id a turn of that session:
 // it loads the session (tenant- or user-scoped), resolves a follow-up
-// against its turns (the workflow then runs the resolved query) and keeps
-// the conversation in the checkpoint for every step request. The user is
-// kept too, session or not.
-func (o *Orchestrator) converse(ctx context.Context, cp *Checkpoint, sub *events.WorkflowSubmitted) error {
-	cp.User = sub.User
+// against its turns (the submission's query becomes the resolved one) and
+// returns the session state the checkpoint keeps for every step request.
+func (o *Orchestrator) converse(ctx context.Context, tenant string, sub *events.WorkflowSubmitted) (*workflow.SessionState, error) {
 	if sub.SessionID == "" || sub.Fork != nil {
-		return nil
+		return nil, nil
 	}
 	if err := subjects.ValidSession(sub.SessionID); err != nil {
-		return fmt.Errorf("%w: session_id: %w", bus.ErrPoison, err)
+		return nil, fmt.Errorf("%w: session_id: %w", bus.ErrPoison, err)
 	}
 	if sub.User != "" {
 		if err := subjects.ValidUser(sub.User); err != nil {
-			return fmt.Errorf("%w: user: %w", bus.ErrPoison, err)
+			return nil, fmt.Errorf("%w: user: %w", bus.ErrPoison, err)
 		}
 	}
-	sess, err := o.sessions.Load(ctx, cp.TenantID, sub.User, sub.SessionID)
+	sess, err := o.sessions.Load(ctx, tenant, sub.User, sub.SessionID)
 	if err != nil && !errors.Is(err, sessions.ErrNotFound) {
-		return fmt.Errorf("orchestrator: session %s: %w", sub.SessionID, err)
+		return nil, fmt.Errorf("orchestrator: session %s: %w", sub.SessionID, err)
 	}
 	sess.SessionID = sub.SessionID
 	conv := sess.Conversation(o.sessions.History(), "")
-	st := &SessionState{ID: sub.SessionID}
+	st := &workflow.SessionState{ID: sub.SessionID}
 	if sub.Plan == nil && sub.Query != "" {
 		res, why := o.resolve(ctx, sub.Query, conv.History)
 		if res.FollowUp {
 			conv.OriginalQuery = sub.Query
 			st.Resolved = why
-			sub.Query, cp.Query = res.Query, res.Query
+			sub.Query = res.Query
 		}
 	}
 	st.Conversation = conv
-	cp.Session = st
-	return nil
+	return st, nil
 }
 
 // resolve rewrites a follow-up: by the Rewriter (an LLM) when there is
@@ -144,28 +126,11 @@ func completerName(c Completer) string {
 	return "OpenAI-compatible endpoint"
 }
 
-// resolvedNote is the plan explanation's word on a resolved follow-up.
-func (cp *Checkpoint) resolvedNote() string {
-	if cp.Session == nil || cp.Session.Resolved == "" {
-		return ""
-	}
-	return "; " + cp.Session.Resolved
-}
-
-// conversation is what the workflow's step requests carry of its session.
-func (cp *Checkpoint) conversation() *events.Conversation {
-	if cp.Session == nil {
-		return nil
-	}
-	c := cp.Session.Conversation
-	return &c
-}
-
 // recordTurn appends the workflow's turn to its session once it ended
 // (completed, failed or canceled), before the checkpoint that says so is
 // stored: a crash in between redoes the ending, and the append, which is
 // idempotent by workflow id. It marks the checkpoint recorded.
-func (o *Orchestrator) recordTurn(ctx context.Context, cp *Checkpoint) error {
+func (o *Orchestrator) recordTurn(ctx context.Context, cp *workflow.Checkpoint) error {
 	st := cp.Session
 	if st == nil || !cp.Status.Terminal() || st.Recorded == cp.Status {
 		return nil

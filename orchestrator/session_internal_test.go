@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
+	engine "github.com/agentbus/agentbus/workflow"
 )
 
 // A workflow's ending redone after a crash — the turn appended, the
@@ -22,10 +23,10 @@ func TestRedoneEndingDoesNotDuplicateTheTurn(t *testing.T) {
 	o1 := newTestOrchestrator(t, env, Config{StepLease: -1})
 	o2 := newTestOrchestrator(t, env, Config{StepLease: -1})
 
-	ending := func(status events.State) *Checkpoint {
-		cp := newCheckpoint("acme", "wf-1", "sync.RWMutex read lock", time.Now().UTC())
+	ending := func(status events.State) *engine.Checkpoint {
+		cp := engine.New(engine.Start{TenantID: "acme", WorkflowID: "wf-1", Query: "sync.RWMutex read lock"}, time.Now().UTC())
 		cp.User = "ada"
-		cp.Session = &SessionState{ID: "s1", Conversation: events.Conversation{SessionID: "s1", OriginalQuery: "and its read lock?"}}
+		cp.Session = &engine.SessionState{ID: "s1", Conversation: events.Conversation{SessionID: "s1", OriginalQuery: "and its read lock?"}}
 		cp.Status = status
 		if status == events.StateCompleted {
 			cp.Result = json.RawMessage(`{"answer":"RLock locks for reading [1].","citations":[{"n":1,"doc_id":"go/sync"}]}`)

@@ -10,6 +10,7 @@ import (
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // handleSubmission starts a workflow: checkpoint, plan, first dispatches.
@@ -26,100 +27,86 @@ func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) (e
 		// The subject is the authority: NATS permissions guard it per tenant.
 		return fmt.Errorf("%w: ce-tenantid %q differs from the subject's tenant %q", bus.ErrPoison, env.TenantID, p.Tenant)
 	}
-	workflow := env.WorkflowID
-	if workflow == "" {
-		workflow = env.ID
+	wf := env.WorkflowID
+	if wf == "" {
+		wf = env.ID
 	}
-	if err := subjects.ValidWorkflow(workflow); err != nil {
+	if err := subjects.ValidWorkflow(wf); err != nil {
 		return fmt.Errorf("%w: no ce-workflowid and ce-id is not a workflow id: %w", bus.ErrPoison, err)
 	}
 	var sub events.WorkflowSubmitted
 	if err := env.Unmarshal(&sub); err != nil {
 		return fmt.Errorf("%w: %w", bus.ErrPoison, err)
 	}
-	ctx, span := o.startSubmit(ctx, d, p.Tenant, workflow)
+	ctx, span := o.startSubmit(ctx, d, p.Tenant, wf)
 	defer func() { endSpan(span, err) }()
-	cp := newCheckpoint(p.Tenant, workflow, sub.Query, time.Now().UTC())
-	cp.Metadata = sub.Metadata
-	rooted(ctx, cp)
 	// Planning (and a follow-up's rewrite) may wait on an LLM for longer
 	// than AckWait: keep the submission ours meanwhile, or it would be
 	// planned twice.
 	defer d.KeepInProgress(ctx, o.cfg.AckWait/3)()
-	if err := o.converse(ctx, cp, &sub); err != nil {
+	session, err := o.converse(ctx, p.Tenant, &sub)
+	if err != nil {
 		return err
 	}
+	tp := events.TraceParent(ctx)
+	cp := workflow.New(workflow.Start{TenantID: p.Tenant, WorkflowID: wf, Query: sub.Query, Metadata: sub.Metadata,
+		User: sub.User, Session: session, TraceParent: tp, TraceID: events.TraceID(tp)}, time.Now().UTC())
+	var in workflow.Input
 	if sub.Fork != nil {
-		err = o.fork(ctx, cp, *sub.Fork)
+		in, err = o.forkOf(ctx, p.Tenant, *sub.Fork)
 	} else {
-		err = o.plan(ctx, cp, sub)
+		in, err = o.plan(ctx, sub)
 	}
 	if err != nil {
 		return err
 	}
-	err = o.create(ctx, cp)
+	eff, spans, err := o.begin(cp, in)
+	if err != nil {
+		return err
+	}
+	err = o.create(ctx, cp, eff, spans)
 	if errors.Is(err, bus.ErrConflict) {
-		o.log.Debug("submission for an existing workflow", "tenant", p.Tenant, "workflow", workflow)
+		o.log.Debug("submission for an existing workflow", "tenant", p.Tenant, "workflow", wf)
 		return nil
 	}
 	if err == nil {
-		o.log.Info("workflow started", "tenant", p.Tenant, "workflow", workflow, "steps", len(cp.Plan.Steps), "status", cp.Status)
+		o.log.Info("workflow started", "tenant", p.Tenant, "workflow", wf, "steps", len(cp.Plan.Steps), "status", cp.Status)
 	}
 	return err
 }
 
-// plan fills a fresh checkpoint: the plan, its stages, the first events and
-// dispatches, or a failure naming what is wrong with the plan.
-func (o *Orchestrator) plan(ctx context.Context, cp *Checkpoint, sub events.WorkflowSubmitted) error {
-	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateSubmitted, Message: "workflow accepted", TraceID: cp.TraceID}); err != nil {
-		return err
-	}
-	why := ""
+// plan plans a submission (its own plan, or the planner's for its query)
+// and checks that an agent serves each capability: the engine's input,
+// which refuses a plan with a bad structure or an unknown capability.
+func (o *Orchestrator) plan(ctx context.Context, sub events.WorkflowSubmitted) (workflow.Planned, error) {
+	in := workflow.Planned{TimeoutMS: sub.TimeoutMS}
 	pctx, span := o.tracer.Start(ctx, "workflow plan")
 	if sub.Plan != nil {
-		cp.Plan = *sub.Plan
+		in.Plan = *sub.Plan
 		span.SetAttributes(attrPlanned.String("submitted"))
 	} else {
-		cp.Plan, why = o.planQuery(pctx, sub.Query)
-		if p, lifted := autoIngest(cp.Plan, sub.Metadata); lifted {
-			cp.Plan, why = p, why+"; ingest without approval ("+MetadataAutoIngest+")"
+		var why string
+		in.Plan, why = o.planQuery(pctx, sub.Query)
+		if p, lifted := autoIngest(in.Plan, sub.Metadata); lifted {
+			in.Plan, why = p, why+"; ingest without approval ("+MetadataAutoIngest+")"
 		}
-		if p, added := o.withAnswer(pctx, cp.Plan, sub.Query); added != "" {
-			cp.Plan, why = p, why+"; "+added
+		if p, added := o.withAnswer(pctx, in.Plan, sub.Query); added != "" {
+			in.Plan, why = p, why+"; "+added
 		}
 		// The planner fell back (the LLM failed, or no planner could run).
 		span.SetAttributes(attrPlanned.String(why), attrFallback.Bool(strings.Contains(why, " failed")))
-		why = "; " + why
+		in.Note = why
 	}
-	span.SetAttributes(attrSteps.Int(len(cp.Plan.Steps)))
+	span.SetAttributes(attrSteps.Int(len(in.Plan.Steps)))
 	span.End()
-	stages, err := Stages(cp.Plan)
-	if err == nil {
-		err = o.checkCapabilities(ctx, cp.Plan)
+	if _, err := workflow.Stages(in.Plan); err != nil {
+		return in, nil // the engine refuses it, naming what is wrong
 	}
-	var pe *PlanError
-	if errors.As(err, &pe) {
-		return cp.fail(events.Error{Code: pe.Code, Message: pe.Message, StepID: pe.StepID, Pointer: pe.Pointer})
+	err := o.checkCapabilities(ctx, in.Plan)
+	if errors.As(err, &in.Refused) {
+		return in, nil
 	}
-	if err != nil {
-		return err
-	}
-	cp.Stages = stages
-	for _, s := range cp.Plan.Steps {
-		cp.Tasks[s.ID] = &Task{Capability: s.Capability, Status: events.StateSubmitted}
-	}
-	cp.Status = events.StateWorking
-	if sub.TimeoutMS > 0 {
-		if err := o.arm(cp, time.Duration(sub.TimeoutMS)*time.Millisecond); err != nil {
-			return err
-		}
-	}
-	msg := fmt.Sprintf("planned %d steps in %d stages%s%s", len(cp.Plan.Steps), len(stages), why, cp.resolvedNote())
-	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateWorking, Message: msg}); err != nil {
-		return err
-	}
-	cp.planned(time.Now().UTC())
-	return o.dispatchReady(cp)
+	return in, err
 }
 
 func (o *Orchestrator) checkCapabilities(ctx context.Context, p events.Plan) error {
@@ -134,7 +121,7 @@ func (o *Orchestrator) checkCapabilities(ctx context.Context, p events.Plan) err
 			known[s.Capability] = ok
 		}
 		if !ok {
-			return &PlanError{Code: events.CodeUnknownCapability, StepID: s.ID, Pointer: fmt.Sprintf("/plan/steps/%d/capability", i),
+			return &workflow.PlanError{Code: events.CodeUnknownCapability, StepID: s.ID, Pointer: fmt.Sprintf("/plan/steps/%d/capability", i),
 				Message: fmt.Sprintf("step %q needs capability %q, which no agent serves", s.ID, s.Capability)}
 		}
 	}
@@ -149,24 +136,26 @@ func (o *Orchestrator) malformedSubmission(ctx context.Context, subject string, 
 	if err != nil {
 		return
 	}
-	workflow := first(header, events.HeaderWorkflow)
-	if workflow == "" {
-		workflow = first(header, events.HeaderID)
+	wf := first(header, events.HeaderWorkflow)
+	if wf == "" {
+		wf = first(header, events.HeaderID)
 	}
-	if subjects.ValidWorkflow(workflow) != nil {
+	if subjects.ValidWorkflow(wf) != nil {
 		return
 	}
-	cp := newCheckpoint(p.Tenant, workflow, "", time.Now().UTC())
+	cp := workflow.New(workflow.Start{TenantID: p.Tenant, WorkflowID: wf}, time.Now().UTC())
 	e := events.Error{Code: events.CodeInvalidRequest, Message: cause.Error()}
 	var de *events.DecodeError
 	if errors.As(cause, &de) {
 		e.Pointer, e.Message = de.Where, "malformed submission: "+de.Reason+" (at "+de.Where+")"
 	}
-	if err := cp.fail(e); err != nil {
+	eff, spans, err := o.begin(cp, workflow.Malformed{Error: e})
+	if err != nil {
+		o.log.Warn("recording a malformed submission", "workflow", wf, "err", err)
 		return
 	}
-	if err := o.create(ctx, cp); err != nil && !errors.Is(err, bus.ErrConflict) {
-		o.log.Warn("recording a malformed submission", "workflow", workflow, "err", err)
+	if err := o.create(ctx, cp, eff, spans); err != nil && !errors.Is(err, bus.ErrConflict) {
+		o.log.Warn("recording a malformed submission", "workflow", wf, "err", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // One trace per workflow. The submission's span ("workflow submit", a
@@ -62,14 +63,8 @@ func (o *Orchestrator) startSubmit(ctx context.Context, d *bus.Delivery, tenant,
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
 }
 
-// rooted notes the span in ctx as the workflow's root in the checkpoint.
-func rooted(ctx context.Context, cp *Checkpoint) {
-	cp.TraceParent = events.TraceParent(ctx)
-	cp.TraceID = events.TraceID(cp.TraceParent)
-}
-
 // root returns ctx with the workflow's root span as its parent.
-func (cp *Checkpoint) root(ctx context.Context) context.Context {
+func root(ctx context.Context, cp *workflow.Checkpoint) context.Context {
 	return events.WithTraceParent(ctx, cp.TraceParent)
 }
 
@@ -83,49 +78,42 @@ func (o *Orchestrator) startReply(ctx context.Context, d *bus.Delivery, tenant, 
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
 }
 
-// stepSpan starts the span of one dispatched attempt of a step, to be
-// ended once the checkpoint that records it is stored, and returns its
-// W3C context for the request's ce-traceparent.
-func (o *Orchestrator) stepSpan(cp *Checkpoint, s events.PlanStep, t *Task, subject, msgID string) string {
-	attrs := append(messaging(semconv.MessagingOperationTypeSend, "publish", subject, msgID),
-		attrTenant.String(cp.TenantID), attrWorkflow.String(cp.WorkflowID), attrStep.String(s.ID),
-		attrCapability.String(t.Capability), attrAttempt.Int(t.Attempt))
-	ctx, span := o.tracer.Start(cp.root(context.Background()), "step "+t.Capability,
-		trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
-	cp.spans = append(cp.spans, span)
-	return events.TraceParent(ctx)
-}
-
-// traceMark is what a transition's spans need to know of the checkpoint
-// before the transition: whether it was over, and which steps awaited
-// approval.
-type traceMark struct {
-	terminal bool
-	awaiting []string
-}
-
-func markTrace(cp *Checkpoint) traceMark {
-	m := traceMark{terminal: cp.Status.Terminal()}
-	for id, t := range cp.Tasks {
-		if t.Approval != nil && t.Approval.State == ApprovalPending {
-			m.awaiting = append(m.awaiting, id)
+// dispatched starts the span of every step attempt a transition
+// dispatched, to be ended once the checkpoint that records it is stored,
+// and puts its W3C context in the task and in the request's
+// ce-traceparent.
+func (o *Orchestrator) dispatched(cp *workflow.Checkpoint, eff *workflow.Effects) []trace.Span {
+	if len(eff.Dispatches) == 0 {
+		return nil
+	}
+	spans := make([]trace.Span, 0, len(eff.Dispatches))
+	for _, d := range eff.Dispatches {
+		m := &eff.Outbox[d.Index]
+		attrs := append(messaging(semconv.MessagingOperationTypeSend, "publish", m.Subject, m.MsgID),
+			attrTenant.String(cp.TenantID), attrWorkflow.String(cp.WorkflowID), attrStep.String(d.StepID),
+			attrCapability.String(d.Capability), attrAttempt.Int(d.Attempt))
+		ctx, span := o.tracer.Start(root(context.Background(), cp), "step "+d.Capability,
+			trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+		spans = append(spans, span)
+		m.TraceParent = events.TraceParent(ctx)
+		if t := cp.Tasks[d.StepID]; t != nil && t.Attempt == d.Attempt {
+			t.TraceParent = m.TraceParent
 		}
 	}
-	return m
+	return spans
 }
 
 // stored ends the spans of a transition whose checkpoint was stored: the
 // dispatches it started, the approval waits it closed and, if it ended
 // the workflow, the workflow's last span.
-func (o *Orchestrator) stored(cp *Checkpoint, before traceMark) {
+func (o *Orchestrator) stored(cp *workflow.Checkpoint, eff workflow.Effects, spans []trace.Span) {
 	now := time.Now()
-	for _, s := range cp.spans {
+	for _, s := range spans {
 		s.End(trace.WithTimestamp(now))
 	}
-	cp.spans = nil
-	for _, id := range before.awaiting {
-		t := cp.Tasks[id]
-		if t == nil || t.Approval == nil || t.Approval.State == ApprovalPending {
+	for _, tr := range eff.Transitions {
+		t := cp.Tasks[tr.StepID]
+		if tr.Cause != workflow.CauseApproval || tr.StepID == "" || t == nil || t.Approval == nil {
 			continue
 		}
 		start := now
@@ -134,16 +122,16 @@ func (o *Orchestrator) stored(cp *Checkpoint, before traceMark) {
 		}
 		_, span := o.tracer.Start(events.WithTraceParent(context.Background(), t.TraceParent), "step approval",
 			trace.WithTimestamp(start), trace.WithAttributes(attrTenant.String(cp.TenantID),
-				attrWorkflow.String(cp.WorkflowID), attrStep.String(id), attrApproval.String(t.Approval.State)))
-		if t.Approval.State == ApprovalRejected {
+				attrWorkflow.String(cp.WorkflowID), attrStep.String(tr.StepID), attrApproval.String(t.Approval.State)))
+		if t.Approval.State == workflow.ApprovalRejected {
 			span.SetStatus(codes.Error, "rejected: "+t.Approval.Comment)
 		}
 		span.End(trace.WithTimestamp(now))
 	}
-	if before.terminal || !cp.Status.Terminal() {
+	if eff.Outcome == "" {
 		return
 	}
-	_, span := o.tracer.Start(cp.root(context.Background()), "workflow "+string(cp.Status),
+	_, span := o.tracer.Start(root(context.Background(), cp), "workflow "+string(cp.Status),
 		trace.WithTimestamp(now), trace.WithAttributes(attrTenant.String(cp.TenantID), attrWorkflow.String(cp.WorkflowID),
 			attrStatus.String(string(cp.Status)), attrSteps.Int(len(cp.Plan.Steps)),
 			attrDuration.Float64(float64(now.Sub(cp.CreatedAt).Microseconds())/1000)))

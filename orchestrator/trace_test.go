@@ -21,6 +21,7 @@ import (
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/orchestrator"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // startTraced is startStack with every span recorded in memory.
@@ -293,7 +294,7 @@ func TestTraceApprovalWaitIsASpanUnderItsStep(t *testing.T) {
 	if len(st) != 1 || a.Parent.SpanID() != st[0].SpanContext.SpanID() {
 		t.Fatalf("the approval wait is not under its step's span:\n%s", dump(ss))
 	}
-	if attr(a, "agentbus.step.approval").AsString() != orchestrator.ApprovalApproved || !a.EndTime.After(a.StartTime) {
+	if attr(a, "agentbus.step.approval").AsString() != workflow.ApprovalApproved || !a.EndTime.After(a.StartTime) {
 		t.Errorf("approval span %v from %s to %s", a.Attributes, a.StartTime, a.EndTime)
 	}
 }

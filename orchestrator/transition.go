@@ -10,28 +10,32 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
+	"github.com/agentbus/agentbus/workflow"
 )
-
-// errNoChange tells transition that the checkpoint needs no write (a
-// duplicate or late message); pending outbox entries are still flushed.
-var errNoChange = errors.New("orchestrator: no change")
 
 // maxConflicts bounds optimistic-concurrency retries within one delivery;
 // past it the delivery is naked and retried later.
 const maxConflicts = 32
 
-func (o *Orchestrator) load(ctx context.Context, tenant, workflow string) (*Checkpoint, uint64, error) {
-	return o.loadFrom(ctx, tenant, workflow, false)
+// policy is what the engine needs of the configuration.
+func (o *Orchestrator) policy() workflow.Policy {
+	return workflow.Policy{ApprovalThreshold: o.cfg.ApprovalThreshold, StepLease: o.cfg.StepLease}
+}
+
+func (o *Orchestrator) load(ctx context.Context, tenant, wf string) (*workflow.Checkpoint, uint64, error) {
+	return o.loadFrom(ctx, tenant, wf, false)
 }
 
 // loadFrom is load, through the bucket's leader when current is set: a
 // transition whose write met a newer revision must not read the same
 // stale revision again from a replica that has not caught up.
-func (o *Orchestrator) loadFrom(ctx context.Context, tenant, workflow string, current bool) (*Checkpoint, uint64, error) {
-	key, err := subjects.CheckpointKey(tenant, workflow)
+func (o *Orchestrator) loadFrom(ctx context.Context, tenant, wf string, current bool) (*workflow.Checkpoint, uint64, error) {
+	key, err := subjects.CheckpointKey(tenant, wf)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -43,17 +47,36 @@ func (o *Orchestrator) loadFrom(ctx context.Context, tenant, workflow string, cu
 	if err != nil {
 		return nil, 0, err
 	}
-	var cp Checkpoint
+	var cp workflow.Checkpoint
 	if err := json.Unmarshal(e.Value, &cp); err != nil {
 		return nil, 0, fmt.Errorf("orchestrator: checkpoint %s: %w", key, err)
 	}
 	return &cp, e.Revision, nil
 }
 
+// applied is what a stored transition did, and the workflow's status
+// after it (also when the input did not apply).
+type applied struct {
+	workflow.Effects
+	Status events.State
+}
+
+// begin applies an input to a new workflow's checkpoint (Planned, Forked,
+// Malformed): the checkpoint create then stores it.
+func (o *Orchestrator) begin(cp *workflow.Checkpoint, in workflow.Input) (workflow.Effects, []trace.Span, error) {
+	eff, err := workflow.Apply(cp, in, time.Now(), o.policy())
+	if err != nil {
+		return eff, nil, err
+	}
+	spans := o.dispatched(cp, &eff)
+	cp.Outbox = append(cp.Outbox, eff.Outbox...)
+	return eff, spans, nil
+}
+
 // create stores a new checkpoint and publishes its outbox. It reports
 // bus.ErrConflict if the workflow already exists; then the existing
 // checkpoint's outbox is flushed, mending a crash after an earlier create.
-func (o *Orchestrator) create(ctx context.Context, cp *Checkpoint) error {
+func (o *Orchestrator) create(ctx context.Context, cp *workflow.Checkpoint, eff workflow.Effects, spans []trace.Span) error {
 	key, err := subjects.CheckpointKey(cp.TenantID, cp.WorkflowID)
 	if err != nil {
 		return err
@@ -76,15 +99,15 @@ func (o *Orchestrator) create(ctx context.Context, cp *Checkpoint) error {
 	stripe.Lock()
 	rev, err := o.checkpoints.Create(ctx, key, data)
 	if err == nil {
-		o.cfg.Metrics.created(ctx, cp)
-		o.stored(cp, traceMark{})
+		o.cfg.Metrics.created(ctx, cp, eff)
+		o.stored(cp, eff, spans)
 		err = o.flush(ctx, key, cp, rev)
 		stripe.Unlock()
 		return err
 	}
 	stripe.Unlock()
 	if errors.Is(err, bus.ErrConflict) {
-		if ferr := o.transition(ctx, cp.TenantID, cp.WorkflowID, func(*Checkpoint) error { return errNoChange }); ferr != nil {
+		if ferr := o.settle(ctx, cp.TenantID, cp.WorkflowID); ferr != nil {
 			return ferr
 		}
 	}
@@ -99,28 +122,46 @@ func (o *Orchestrator) stripe(key string) *sync.Mutex {
 	return &o.stripes[h.Sum32()%uint32(len(o.stripes))]
 }
 
-// transition applies fn to a workflow's newest checkpoint and stores the
-// result with optimistic concurrency, retrying on conflict; then publishes
-// what fn queued in the outbox. An outbox left by an earlier, interrupted
-// transition is published first (dedup keys make that idempotent).
-func (o *Orchestrator) transition(ctx context.Context, tenant, workflow string, fn func(cp *Checkpoint) error) error {
-	key, err := subjects.CheckpointKey(tenant, workflow)
+// settle publishes what an earlier, interrupted transition left in a
+// workflow's outbox, and clears it.
+func (o *Orchestrator) settle(ctx context.Context, tenant, wf string) error {
+	_, err := o.transition(ctx, tenant, wf, nil)
+	return err
+}
+
+// apply is transition for the callers to whom a late or duplicate input
+// is no news: ErrStale is nil to them.
+func (o *Orchestrator) apply(ctx context.Context, tenant, wf string, in workflow.Input) (applied, error) {
+	a, err := o.transition(ctx, tenant, wf, in)
+	if errors.Is(err, workflow.ErrStale) {
+		return a, nil
+	}
+	return a, err
+}
+
+// transition applies an input to a workflow's newest checkpoint
+// (workflow.Apply) and stores the result with optimistic concurrency,
+// retrying on conflict; then publishes the effects, kept in the
+// checkpoint's outbox until they are. An outbox left by an earlier,
+// interrupted transition is published first (dedup keys make that
+// idempotent). A nil input only does that. An input the engine finds
+// stale or illegal is judged on the stored checkpoint, read from the
+// bucket's leader, never on this process's copy or a replica's, which may
+// lag behind another orchestrator's write; its error is returned as is.
+func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in workflow.Input) (applied, error) {
+	key, err := subjects.CheckpointKey(tenant, wf)
 	if err != nil {
-		return err
+		return applied{}, err
 	}
 	stripe := o.stripe(key)
 	stripe.Lock()
 	defer stripe.Unlock()
+	useCache, leader := true, false
 	for attempt := range maxConflicts {
-		if attempt > 0 {
-			// Another orchestrator process won the revision: back off a
-			// little, with jitter, before reading it again.
-			time.Sleep(time.Duration(rand.Int64N(int64(attempt)*int64(time.Millisecond))) + 100*time.Microsecond)
-		}
-		cp, rev, fromCache := o.cached(key, attempt)
+		cp, rev, fromCache := o.cached(key, useCache)
 		if !fromCache {
-			if cp, rev, err = o.loadFrom(ctx, tenant, workflow, attempt > 1); err != nil {
-				return err
+			if cp, rev, err = o.loadFrom(ctx, tenant, wf, leader); err != nil {
+				return applied{}, err
 			}
 		}
 		stale := len(cp.Outbox) > 0
@@ -129,61 +170,82 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, workflow string, 
 			// publishing them (its process died, or is still at it): finish
 			// it; dedup keys make the repeat harmless.
 			if err := o.publish(ctx, cp); err != nil {
-				return err
+				return applied{}, err
 			}
 			cp.Outbox = nil
 			cp.ResumeCount++
 		}
-		was := o.cfg.Metrics.snapshot(cp)
-		mark := markTrace(cp)
-		err = fn(cp)
-		if errors.Is(err, errNoChange) && fromCache {
-			// "Nothing to do" must be decided on the stored checkpoint, not
-			// on this process's copy: another orchestrator may have moved
-			// the workflow on (dispatched the step this reply answers).
-			o.cache.Delete(key)
-			continue
+		var eff workflow.Effects
+		err = workflow.ErrStale
+		if in != nil {
+			eff, err = workflow.Apply(cp, in, time.Now(), o.policy())
 		}
-		if errors.Is(err, errNoChange) {
+		if refused := errors.Is(err, workflow.ErrStale) || errors.Is(err, workflow.ErrIllegal); refused && in != nil && (fromCache || !leader) {
+			// Decided again on the stored checkpoint, read from the leader:
+			// another orchestrator may have moved the workflow on (dispatched
+			// the step this reply answers).
+			o.cache.Delete(key)
+			useCache, leader = false, true
+			continue
+		} else if refused {
 			if !stale {
-				return nil
+				return applied{Status: cp.Status}, orNil(in, err)
 			}
-			if _, err = o.clear(ctx, key, cp, rev); errors.Is(err, bus.ErrConflict) {
+			if _, err := o.clear(ctx, key, cp, rev); errors.Is(err, bus.ErrConflict) {
 				o.cache.Delete(key)
+				useCache = false
 				continue
+			} else if err != nil {
+				o.cache.Delete(key)
+				return applied{}, err
 			}
 			o.cache.Delete(key)
-			return err
+			return applied{Status: cp.Status}, orNil(in, err)
 		}
 		if err != nil {
-			return err
+			return applied{}, err
 		}
+		spans := o.dispatched(cp, &eff)
+		cp.Outbox = append(cp.Outbox, eff.Outbox...)
 		if err := o.recordTurn(ctx, cp); err != nil {
-			return err
+			return applied{}, err
 		}
-		cp.UpdatedAt = time.Now().UTC()
 		data, err := json.Marshal(cp)
 		if err != nil {
-			return err
+			return applied{}, err
 		}
 		rev, err = o.checkpoints.Update(ctx, key, data, rev)
 		if errors.Is(err, bus.ErrConflict) {
+			// Another orchestrator process won the revision: back off a
+			// little, with jitter, before reading it again (from the
+			// leader from the second time on).
 			o.cache.Delete(key)
+			useCache, leader = false, leader || attempt > 0
+			time.Sleep(time.Duration(rand.Int64N(int64(attempt+1)*int64(time.Millisecond))) + 100*time.Microsecond)
 			continue
 		}
 		if err != nil {
-			return err
+			return applied{}, err
 		}
-		o.cfg.Metrics.observe(ctx, was, cp)
-		o.stored(cp, mark)
-		return o.flush(ctx, key, cp, rev)
+		o.cfg.Metrics.observe(ctx, cp, eff)
+		o.stored(cp, eff, spans)
+		return applied{Effects: eff, Status: cp.Status}, o.flush(ctx, key, cp, rev)
 	}
-	return fmt.Errorf("orchestrator: checkpoint %s: %w after %d attempts", key, bus.ErrConflict, maxConflicts)
+	return applied{}, fmt.Errorf("orchestrator: checkpoint %s: %w after %d attempts", key, bus.ErrConflict, maxConflicts)
+}
+
+// orNil is the error of an input the engine refused; none for a flush
+// (nil input).
+func orNil(in workflow.Input, err error) error {
+	if in == nil {
+		return nil
+	}
+	return err
 }
 
 // flush publishes cp's outbox, then clears it in KV unless another
 // transition got there first (which then flushed it itself).
-func (o *Orchestrator) flush(ctx context.Context, key string, cp *Checkpoint, rev uint64) error {
+func (o *Orchestrator) flush(ctx context.Context, key string, cp *workflow.Checkpoint, rev uint64) error {
 	if len(cp.Outbox) == 0 {
 		o.remember(key, cp, rev)
 		return nil
@@ -207,14 +269,14 @@ func (o *Orchestrator) flush(ctx context.Context, key string, cp *Checkpoint, re
 
 // cached is this process's copy of a checkpoint as it last wrote it, which
 // saves the read of the next transition; a conflict on write proves it
-// stale, and the retry reads the bucket. Only the first attempt uses it.
+// stale, and the retry reads the bucket.
 type cached struct {
 	data []byte
 	rev  uint64
 }
 
-func (o *Orchestrator) cached(key string, attempt int) (*Checkpoint, uint64, bool) {
-	if attempt > 0 {
+func (o *Orchestrator) cached(key string, use bool) (*workflow.Checkpoint, uint64, bool) {
+	if !use {
 		return nil, 0, false
 	}
 	v, ok := o.cache.Load(key)
@@ -222,7 +284,7 @@ func (o *Orchestrator) cached(key string, attempt int) (*Checkpoint, uint64, boo
 		return nil, 0, false
 	}
 	c := v.(cached)
-	var cp Checkpoint
+	var cp workflow.Checkpoint
 	if json.Unmarshal(c.data, &cp) != nil {
 		return nil, 0, false
 	}
@@ -231,7 +293,7 @@ func (o *Orchestrator) cached(key string, attempt int) (*Checkpoint, uint64, boo
 
 // remember caches a checkpoint this process just stored at rev; a finished
 // workflow is forgotten.
-func (o *Orchestrator) remember(key string, cp *Checkpoint, rev uint64) {
+func (o *Orchestrator) remember(key string, cp *workflow.Checkpoint, rev uint64) {
 	if cp.Status.Terminal() {
 		o.cache.Delete(key)
 		return
@@ -244,7 +306,7 @@ func (o *Orchestrator) remember(key string, cp *Checkpoint, rev uint64) {
 }
 
 // clear writes cp (with an empty outbox) if it had one at rev.
-func (o *Orchestrator) clear(ctx context.Context, key string, cp *Checkpoint, rev uint64) (uint64, error) {
+func (o *Orchestrator) clear(ctx context.Context, key string, cp *workflow.Checkpoint, rev uint64) (uint64, error) {
 	data, err := json.Marshal(cp)
 	if err != nil {
 		return rev, err
@@ -254,7 +316,7 @@ func (o *Orchestrator) clear(ctx context.Context, key string, cp *Checkpoint, re
 
 // publish publishes cp's outbox, and notes in cp where each step request
 // is stored, for the watchdog (lease.go).
-func (o *Orchestrator) publish(ctx context.Context, cp *Checkpoint) error {
+func (o *Orchestrator) publish(ctx context.Context, cp *workflow.Checkpoint) error {
 	acks, err := o.bus.PublishAll(ctx, envelopes(cp, cp.Outbox))
 	if err != nil {
 		return err
@@ -272,7 +334,7 @@ func (o *Orchestrator) publish(ctx context.Context, cp *Checkpoint) error {
 
 // envelopes turns outgoing messages of a workflow into what the bus
 // publishes, each with its dedup key.
-func envelopes(cp *Checkpoint, msgs []Outgoing) []bus.Message {
+func envelopes(cp *workflow.Checkpoint, msgs []workflow.Outgoing) []bus.Message {
 	batch := make([]bus.Message, len(msgs))
 	for i, m := range msgs {
 		tp := m.TraceParent

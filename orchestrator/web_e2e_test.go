@@ -20,6 +20,7 @@ import (
 	"github.com/agentbus/agentbus/orchestrator"
 	"github.com/agentbus/agentbus/retrieval"
 	"github.com/agentbus/agentbus/retrieval/embedded"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // webPages are what the fake provider finds: two good pages (one a PDF),
@@ -104,7 +105,7 @@ func (s *webStack) found(t *testing.T, tenant, word string) bool {
 	return false
 }
 
-func (s *webStack) awaitApproval(t *testing.T, tenant, wf string) *orchestrator.Checkpoint {
+func (s *webStack) awaitApproval(t *testing.T, tenant, wf string) *workflow.Checkpoint {
 	t.Helper()
 	waitFor(t, wf+" awaits approval of select", func() bool {
 		cp, err := s.orch.Checkpoint(t.Context(), tenant, wf)
@@ -114,7 +115,7 @@ func (s *webStack) awaitApproval(t *testing.T, tenant, wf string) *orchestrator.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := cp.Tasks["select"].Approval; a == nil || a.State != orchestrator.ApprovalPending {
+	if a := cp.Tasks["select"].Approval; a == nil || a.State != workflow.ApprovalPending {
 		t.Fatalf("select approval %+v", a)
 	}
 	if st := cp.Tasks["ingest"].Status; st != events.StateSubmitted {
@@ -229,7 +230,7 @@ func TestWebGraphEndToEnd(t *testing.T) {
 			t.Fatalf("ended %s: %s", end.Type, describe(rs))
 		}
 		cp, _ := s.orch.Checkpoint(t.Context(), "epsilon", "webnone")
-		if a := cp.Tasks["select"].Approval; a == nil || a.State != orchestrator.ApprovalAuto {
+		if a := cp.Tasks["select"].Approval; a == nil || a.State != workflow.ApprovalAuto {
 			t.Fatalf("select approval %+v", a)
 		}
 		if cp.Tasks["summarize"].Status != events.StateCompleted {

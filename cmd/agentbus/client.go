@@ -10,7 +10,7 @@ import (
 	sdk "github.com/agentbus/agentbus/client"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/gateway"
-	"github.com/agentbus/agentbus/orchestrator"
+	engine "github.com/agentbus/agentbus/workflow"
 )
 
 // client is a command's handle on a gateway: the settings the commands
@@ -94,10 +94,10 @@ func (c *client) follow(ctx context.Context, workflow string, from uint64, fn fu
 // checkpoint reads a workflow's state from GET /v1/workflows/{id}: its
 // plan and stages and each step's state, which the event stream does not
 // carry (the live view draws the plan from it).
-func (c *client) checkpoint(ctx context.Context, workflow string) (orchestrator.Checkpoint, error) {
+func (c *client) checkpoint(ctx context.Context, wf string) (engine.Checkpoint, error) {
 	s, err := c.sdk()
 	if err != nil {
-		return orchestrator.Checkpoint{}, err
+		return engine.Checkpoint{}, err
 	}
-	return s.State(ctx, workflow)
+	return s.State(ctx, wf)
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/orchestrator"
+	engine "github.com/agentbus/agentbus/workflow"
 )
 
 // This file runs the live view of `ask` and `watch` on a terminal: a
@@ -46,7 +46,7 @@ type (
 		err  error
 	}
 	snapshotMsg struct {
-		cp         orchestrator.Checkpoint
+		cp         engine.Checkpoint
 		withStates bool
 		err        error
 	}
@@ -66,7 +66,7 @@ type liveModel struct {
 	// checkpoint for the plan; loadStates says the first one is also the
 	// state (watch from an offset saw no event before it).
 	stop       context.CancelFunc
-	load       func() (orchestrator.Checkpoint, error)
+	load       func() (engine.Checkpoint, error)
 	loadStates bool
 	loading    bool
 	loads      int
@@ -81,7 +81,7 @@ type liveModel struct {
 // planning failed has none to find.
 const maxLoads = 3
 
-func newLiveModel(workflow, tenant string, stop context.CancelFunc, load func() (orchestrator.Checkpoint, error), loadStates bool) *liveModel {
+func newLiveModel(workflow, tenant string, stop context.CancelFunc, load func() (engine.Checkpoint, error), loadStates bool) *liveModel {
 	return &liveModel{
 		view: newWorkflowView(workflow, tenant), width: 80, now: time.Now(),
 		spin:   spinner.New(spinner.WithSpinner(spinner.MiniDot)),
@@ -228,15 +228,15 @@ func (c *markdownCache) render(text string, width int) string {
 
 // followLive follows workflow in the live view and returns the last frame
 // and the error as client.follow does, after the final screen is printed.
-func followLive(ctx context.Context, c *client, tty *os.File, workflow string, from uint64) (events.Frame, error) {
+func followLive(ctx context.Context, c *client, tty *os.File, wf string, from uint64) (events.Frame, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	load := func() (orchestrator.Checkpoint, error) {
+	load := func() (engine.Checkpoint, error) {
 		lctx, lcancel := context.WithTimeout(ctx, 5*time.Second)
 		defer lcancel()
-		return c.checkpoint(lctx, workflow)
+		return c.checkpoint(lctx, wf)
 	}
-	m := newLiveModel(workflow, c.tenant, cancel, load, from > 0)
+	m := newLiveModel(wf, c.tenant, cancel, load, from > 0)
 	m.view.LastOffset = from
 	var in io.Reader // no keys unless stdin is the terminal: Ctrl-C is then SIGINT
 	if term.IsTerminal(os.Stdin.Fd()) {
@@ -247,7 +247,7 @@ func followLive(ctx context.Context, c *client, tty *os.File, workflow string, f
 	var ferr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		last, ferr = c.follow(ctx, workflow, from, func(f events.Frame) error {
+		last, ferr = c.follow(ctx, wf, from, func(f events.Frame) error {
 			p.Send(frameMsg(f))
 			return nil
 		})

@@ -10,7 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/orchestrator"
+	engine "github.com/agentbus/agentbus/workflow"
 )
 
 func testOpts(width, height int) renderOpts {
@@ -116,7 +116,7 @@ func TestTUIModel(t *testing.T) {
 	frames := recorded(t, "diamond")
 	stopped := false
 	loads := 0
-	load := func() (orchestrator.Checkpoint, error) {
+	load := func() (engine.Checkpoint, error) {
 		loads++
 		return planOf(t, diamondPlan), nil
 	}
@@ -151,8 +151,8 @@ func TestTUIModel(t *testing.T) {
 	}
 
 	// Ctrl-C stops following; the view says so.
-	m = newLiveModel("w", "default", func() { stopped = true }, func() (orchestrator.Checkpoint, error) {
-		return orchestrator.Checkpoint{}, errors.New("no")
+	m = newLiveModel("w", "default", func() { stopped = true }, func() (engine.Checkpoint, error) {
+		return engine.Checkpoint{}, errors.New("no")
 	}, false)
 	m.Update(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl})
 	if !stopped || !m.interrupted {

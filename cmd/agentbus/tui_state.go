@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentbus/agentbus/agents/compose"
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/orchestrator"
+	engine "github.com/agentbus/agentbus/workflow"
 )
 
 // This file is the live view's state machine: frames (the same typed
@@ -291,7 +291,7 @@ func (v *workflowView) finish(f events.Frame, st events.State) {
 
 // resetFrame is a reset frame's data: the checkpoint now, and why.
 type resetFrame struct {
-	orchestrator.Checkpoint
+	engine.Checkpoint
 	Reason     string `json:"reason"`
 	ResumeFrom uint64 `json:"resume_from"`
 }
@@ -318,7 +318,7 @@ func (v *workflowView) reset(f events.Frame) {
 // workflow's state: right when the events before it were not seen (a
 // reset, or watch from an offset), wrong when they were, since the
 // snapshot may be ahead of the frames applied so far.
-func (v *workflowView) applySnapshot(cp orchestrator.Checkpoint, withStates bool) {
+func (v *workflowView) applySnapshot(cp engine.Checkpoint, withStates bool) {
 	if v.Query == "" {
 		v.Query = cp.Query
 	}
@@ -398,7 +398,7 @@ func (v *workflowView) plan(p events.Plan, stages [][]string) {
 		}
 	}
 	if len(stages) == 0 {
-		stages, _ = orchestrator.Stages(p)
+		stages, _ = engine.Stages(p)
 	}
 	v.Stages, v.PlanKnown = stages, true
 }

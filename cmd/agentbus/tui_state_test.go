@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/orchestrator"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // The recorded sequences under testdata/tui are `ask --json` output of a
@@ -40,9 +40,9 @@ func recorded(t *testing.T, name string) []events.Frame {
 }
 
 // planOf is a checkpoint holding only a plan, as GET state has it early.
-func planOf(t *testing.T, plan string) orchestrator.Checkpoint {
+func planOf(t *testing.T, plan string) workflow.Checkpoint {
 	t.Helper()
-	var cp orchestrator.Checkpoint
+	var cp workflow.Checkpoint
 	if err := json.Unmarshal([]byte(plan), &cp.Plan); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/agentbus/agentbus/agents/agentkit/kittest"
 	"github.com/agentbus/agentbus/agents/compose"
 	"github.com/agentbus/agentbus/agents/search"
-	"github.com/agentbus/agentbus/orchestrator"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // TestLLMAnswerStreamsToAnSSEClient: with a model that streams, a client
@@ -114,7 +114,7 @@ func TestLLMAnswerStreamsToAnSSEClient(t *testing.T) {
 		t.Fatalf("assembled %q, want %q", b.String(), written)
 	}
 	for _, step := range []string{"search", "summarize"} {
-		if !stepOutputs[orchestrator.StepArtifactID(step)] {
+		if !stepOutputs[workflow.StepArtifactID(step)] {
 			t.Fatalf("no output artifact for step %s (got %v)", step, stepOutputs)
 		}
 	}

@@ -1,18 +1,16 @@
-package orchestrator
+package workflow
 
 import (
 	"encoding/json"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/subjects"
 )
 
 // Checkpoint is a workflow's whole state, stored as JSON in KV
 // AGENTBUS_CHECKPOINTS under "<tenant>.<workflow>". Every revision is a
-// consistent snapshot.
+// consistent snapshot. A Checkpoint is a value owned by whoever decoded
+// it; it is not safe for concurrent use.
 type Checkpoint struct {
 	TenantID   string           `json:"tenant_id"`
 	WorkflowID string           `json:"workflow_id"`
@@ -27,7 +25,7 @@ type Checkpoint struct {
 	UpdatedAt  time.Time        `json:"updated_at"`
 	// Phase is where the workflow is: planning, executing,
 	// awaiting_approval or done.
-	Phase string `json:"phase"`
+	Phase Phase `json:"phase"`
 	// ExecutionOrder lists steps in the order they finished.
 	ExecutionOrder []string `json:"execution_order,omitempty"`
 	// ResumeCount counts resumptions: explicit resumes of a failed
@@ -39,8 +37,7 @@ type Checkpoint struct {
 	// Metadata is the submission's metadata (e.g. an A2A context id).
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// User is whom the workflow runs for (from the gateway's token), passed
-	// to every step; Session is the conversation it is a turn of
-	// (session.go).
+	// to every step; Session is the conversation it is a turn of.
 	User    string        `json:"user,omitempty"`
 	Session *SessionState `json:"session,omitempty"`
 	// Deadline, if set, is when the workflow fails with code "timeout".
@@ -48,22 +45,19 @@ type Checkpoint struct {
 	// Canceled says why the workflow was canceled.
 	Canceled string `json:"canceled,omitempty"`
 	// EventCount is how many client events the workflow has emitted; the
-	// next one gets dedup key EventKey(…, EventCount).
+	// next one gets dedup key events.EventKey(…, EventCount).
 	EventCount int `json:"event_count"`
-	// Watch numbers the workflow's watchdog timers (lease.go): the live one
-	// is the Watch-th, armed at the first dispatch and again at each resume.
+	// Watch numbers the workflow's watchdog timers: the live one is the
+	// Watch-th, armed at the first dispatch and again at each resume.
 	Watch int `json:"watch,omitempty"`
 	// Outbox holds messages decided by the last transition and not yet known
-	// to be published.
+	// to be published (the orchestrator's outbox; Apply never reads it).
 	Outbox []Outgoing `json:"outbox,omitempty"`
 	// TraceID is the workflow's OpenTelemetry trace id and TraceParent the
 	// W3C context of its root span ("workflow submit"): every span of the
-	// workflow, made by whichever process, descends from it (trace.go).
+	// workflow, made by whichever process, descends from it.
 	TraceID     string `json:"trace_id,omitempty"`
 	TraceParent string `json:"trace_parent,omitempty"`
-	// spans were started by the transition under way and end once its
-	// checkpoint is stored.
-	spans []trace.Span
 	// PhaseLatency is where the time went (planning_ms, queue_ms,
 	// queue_max_ms, action_ms, end_to_end_ms): set once planned, brought up
 	// to date as steps finish, final at completion (latency.go).
@@ -96,8 +90,8 @@ type Task struct {
 	StepSeq uint64 `json:"step_seq,omitempty"`
 	// HeldSince is when the watchdog first saw the live attempt's request
 	// held by its consumer (delivered, not acknowledged) at a due lease;
-	// SteppedDownAt when it stepped that consumer's leader down
-	// (recover.go). Both are cleared by the next dispatch.
+	// SteppedDownAt when it stepped that consumer's leader down. Both are
+	// cleared by the next dispatch.
 	HeldSince     *time.Time `json:"held_since,omitempty"`
 	SteppedDownAt *time.Time `json:"stepped_down_at,omitempty"`
 	// TraceParent is the W3C context of the live attempt's dispatch span,
@@ -124,15 +118,22 @@ type Approval struct {
 	Confidence *float64 `json:"confidence,omitempty"`
 }
 
+// Phase is where a workflow is, a coarser view of its status.
+type Phase string
+
 // Phases of a workflow.
 const (
-	PhasePlanning  = "planning"
-	PhaseExecuting = "executing"
-	PhaseAwaiting  = "awaiting_approval"
-	PhaseDone      = "done"
+	PhasePlanning  Phase = "planning"
+	PhaseExecuting Phase = "executing"
+	PhaseAwaiting  Phase = "awaiting_approval"
+	PhaseDone      Phase = "done"
 )
 
-// Outgoing is one message in a checkpoint's outbox.
+// String returns the phase's name.
+func (p Phase) String() string { return string(p) }
+
+// Outgoing is one message an effect asks to publish; the orchestrator keeps
+// a transition's in the checkpoint's outbox until they are published.
 type Outgoing struct {
 	Subject string          `json:"subject"`
 	MsgID   string          `json:"msg_id"`
@@ -149,42 +150,115 @@ type Outgoing struct {
 	TraceParent string `json:"trace_parent,omitempty"`
 }
 
-func newCheckpoint(tenant, workflow, query string, now time.Time) *Checkpoint {
+// SessionState is what a workflow that is a turn of a conversation keeps
+// in its checkpoint: the conversation its every step request carries, and
+// whether its final turn is in the session.
+type SessionState struct {
+	ID string `json:"id"`
+	// Conversation is the session as it was when the workflow was
+	// submitted (the newest turns in full and the summary), with the
+	// query as typed when it was resolved into another.
+	Conversation events.Conversation `json:"conversation"`
+	// Resolved says how a follow-up was resolved ("" if it was not).
+	Resolved string `json:"resolved,omitempty"`
+	// Recorded is the workflow's state whose turn is in the session: set
+	// when it ends and its turn was appended.
+	Recorded events.State `json:"recorded,omitempty"`
+}
+
+// Revision is one stored revision of a workflow's checkpoint.
+type Revision struct {
+	Revision   uint64      `json:"revision"`
+	Checkpoint *Checkpoint `json:"checkpoint"`
+}
+
+// Start is what a new workflow begins with, before it is planned.
+type Start struct {
+	TenantID, WorkflowID, Query string
+	Metadata                    map[string]string
+	User                        string
+	Session                     *SessionState
+	// TraceParent is the W3C context of the workflow's root span.
+	TraceParent, TraceID string
+}
+
+// New returns the checkpoint of a workflow submitted at now, in phase
+// planning: the state Planned, Forked and Malformed apply to.
+func New(s Start, now time.Time) *Checkpoint {
 	return &Checkpoint{
-		TenantID: tenant, WorkflowID: workflow, Query: query, Status: events.StateSubmitted,
+		TenantID: s.TenantID, WorkflowID: s.WorkflowID, Query: s.Query, Status: events.StateSubmitted,
 		Tasks: map[string]*Task{}, CreatedAt: now, UpdatedAt: now, Phase: PhasePlanning,
+		Metadata: s.Metadata, User: s.User, Session: s.Session, TraceParent: s.TraceParent, TraceID: s.TraceID,
 	}
 }
 
-// emit queues a client event.
-func (cp *Checkpoint) emit(typ events.Type, step string, payload any) error {
-	data, err := json.Marshal(payload)
-	if err != nil {
-		return err
+// PlanStep returns the plan's definition of a step.
+func (cp *Checkpoint) PlanStep(id string) (events.PlanStep, bool) { return PlanStepOf(cp.Plan, id) }
+
+// Settled reports whether a task no longer holds up its dependents: it
+// completed (and, if it needed one, got its approval), or it was optional
+// and failed.
+func (cp *Checkpoint) Settled(id string) bool {
+	t := cp.Tasks[id]
+	if t == nil {
+		return false
 	}
-	subj, err := subjects.Events(cp.TenantID, cp.WorkflowID)
-	if err != nil {
-		return err
+	if t.Status == events.StateCompleted {
+		return true
 	}
-	cp.Outbox = append(cp.Outbox, Outgoing{
-		Subject: subj, MsgID: events.EventKey(cp.TenantID, cp.WorkflowID, cp.EventCount),
-		Type: typ, StepID: step, Time: time.Now().UTC(), Data: data,
-	})
-	cp.EventCount++
-	return nil
+	s, _ := cp.PlanStep(id)
+	return t.Status == events.StateFailed && s.Optional
 }
 
-// planStep returns the plan's definition of a step.
-func (cp *Checkpoint) planStep(id string) (events.PlanStep, bool) { return planStepOf(cp.Plan, id) }
-
-// fail ends the workflow with an error event.
-func (cp *Checkpoint) fail(e events.Error) error {
-	cp.Status, cp.Phase = events.StateFailed, PhaseDone
-	cp.Error = &e
-	if err := cp.emit(events.TypeStatus, "", events.Status{State: events.StateFailed, Message: e.Message}); err != nil {
-		return err
+// Inputs returns the outputs of a step's dependencies (null for an
+// optional one that failed), and whether they have all settled.
+func (cp *Checkpoint) Inputs(s events.PlanStep) (map[string]json.RawMessage, bool) {
+	deps := make(map[string]json.RawMessage, len(s.DependsOn))
+	for _, d := range s.DependsOn {
+		if !cp.Settled(d) {
+			return nil, false
+		}
+		deps[d] = cp.Tasks[d].Output
+		if deps[d] == nil {
+			deps[d] = json.RawMessage("null")
+		}
 	}
-	return cp.emit(events.TypeError, e.StepID, e)
+	return deps, true
+}
+
+// Problems lists, in plan order, the steps that settled without an
+// output: optional steps that failed after their retries (a failed
+// required step, or a rejected one, ends the workflow, so no later step
+// hears of it). Every step request carries them, so that an answer can
+// say what it had to do without.
+func (cp *Checkpoint) Problems() []events.StepProblem {
+	var out []events.StepProblem
+	for _, s := range cp.Plan.Steps {
+		if t := cp.Tasks[s.ID]; t != nil && t.Status == events.StateFailed {
+			out = append(out, events.StepProblem{StepID: s.ID, Capability: t.Capability, Kind: events.ProblemFailed, Error: t.Error})
+		}
+	}
+	return out
+}
+
+// Conversation is what the workflow's step requests carry of its session.
+func (cp *Checkpoint) Conversation() *events.Conversation {
+	if cp.Session == nil {
+		return nil
+	}
+	c := cp.Session.Conversation
+	return &c
+}
+
+// Awaiting lists the steps whose approval is pending.
+func (cp *Checkpoint) Awaiting() []string {
+	var ids []string
+	for id, t := range cp.Tasks {
+		if t.Approval != nil && t.Approval.State == ApprovalPending {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // RevisionStatus is how a kept checkpoint revision reads in a workflow's
@@ -202,3 +276,6 @@ func RevisionStatus(newest bool, s events.State) string {
 	}
 	return "active"
 }
+
+// StepArtifactID is the artifact id of a step's output: "<step>.output".
+func StepArtifactID(step string) string { return step + ".output" }

@@ -1,0 +1,232 @@
+package workflow_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/workflow"
+)
+
+// transitions is the engine's table: every state, every kind of input, and
+// what follows — the status reached and the outbox in order, or the
+// refusal. A row changes only with the engine's behaviour, on purpose.
+var transitions = []struct {
+	state string
+	kind  workflow.Kind
+	want  string
+}{
+	{"planning", workflow.KindPlanned, "working [status status timer step:A status]"},
+	{"planning", workflow.KindForked, "working [status status timer step:B status]"},
+	{"planning", workflow.KindMalformed, "failed [status error]"},
+	{"planning", workflow.KindCompleted, "illegal"},
+	{"planning", workflow.KindFailed, "illegal"},
+	{"planning", workflow.KindMalformedReply, "illegal"},
+	{"planning", workflow.KindCancel, "illegal"},
+	{"planning", workflow.KindApprove, "illegal"},
+	{"planning", workflow.KindReject, "illegal"},
+	{"planning", workflow.KindResume, "illegal"},
+	{"planning", workflow.KindDeadline, "illegal"},
+	{"planning", workflow.KindLost, "illegal"},
+	{"planning", workflow.KindHeld, "illegal"},
+	{"planning", workflow.KindSteppedDown, "illegal"},
+	{"planning", workflow.KindAbandoned, "illegal"},
+	{"planning", workflow.KindNote, "illegal"},
+	{"working", workflow.KindPlanned, "illegal"},
+	{"working", workflow.KindForked, "illegal"},
+	{"working", workflow.KindMalformed, "illegal"},
+	{"working", workflow.KindCompleted, "working [artifact status progress step:B status]"},
+	{"working", workflow.KindFailed, "failed [status status error]"},
+	{"working", workflow.KindMalformedReply, "failed [status status error]"},
+	{"working", workflow.KindCancel, "canceled [status cancelled]"},
+	{"working", workflow.KindApprove, "illegal"},
+	{"working", workflow.KindReject, "illegal"},
+	{"working", workflow.KindResume, "illegal"},
+	{"working", workflow.KindDeadline, "failed [status error] stop"},
+	{"working", workflow.KindLost, "working [step:A status]"},
+	{"working", workflow.KindHeld, "working []"},
+	{"working", workflow.KindSteppedDown, "working [status]"},
+	{"working", workflow.KindAbandoned, "working [step:A status]"},
+	{"working", workflow.KindNote, "working [status]"},
+	{"input-required", workflow.KindPlanned, "illegal"},
+	{"input-required", workflow.KindForked, "illegal"},
+	{"input-required", workflow.KindMalformed, "illegal"},
+	{"input-required", workflow.KindCompleted, "input-required [artifact status progress]"},
+	{"input-required", workflow.KindFailed, "failed [status status error]"},
+	{"input-required", workflow.KindMalformedReply, "failed [status status error]"},
+	{"input-required", workflow.KindCancel, "canceled [status cancelled]"},
+	{"input-required", workflow.KindApprove, "working [status step:B status]"},
+	{"input-required", workflow.KindReject, "rejected [status error]"},
+	{"input-required", workflow.KindResume, "illegal"},
+	{"input-required", workflow.KindDeadline, "failed [status error] stop"},
+	{"input-required", workflow.KindLost, "input-required [step:C status]"},
+	{"input-required", workflow.KindHeld, "input-required []"},
+	{"input-required", workflow.KindSteppedDown, "input-required [status]"},
+	{"input-required", workflow.KindAbandoned, "input-required [step:C status]"},
+	{"input-required", workflow.KindNote, "input-required [status]"},
+	{"failed", workflow.KindPlanned, "illegal"},
+	{"failed", workflow.KindForked, "illegal"},
+	{"failed", workflow.KindMalformed, "illegal"},
+	{"failed", workflow.KindCompleted, "stale"},
+	{"failed", workflow.KindFailed, "stale"},
+	{"failed", workflow.KindMalformedReply, "stale"},
+	{"failed", workflow.KindCancel, "illegal"},
+	{"failed", workflow.KindApprove, "illegal"},
+	{"failed", workflow.KindReject, "illegal"},
+	{"failed", workflow.KindResume, "working [timer status step:A status]"},
+	{"failed", workflow.KindDeadline, "stale"},
+	{"failed", workflow.KindLost, "stale"},
+	{"failed", workflow.KindHeld, "stale"},
+	{"failed", workflow.KindSteppedDown, "stale"},
+	{"failed", workflow.KindAbandoned, "stale"},
+	{"failed", workflow.KindNote, "stale"},
+	{"completed", workflow.KindPlanned, "illegal"},
+	{"completed", workflow.KindForked, "illegal"},
+	{"completed", workflow.KindMalformed, "illegal"},
+	{"completed", workflow.KindCompleted, "stale"},
+	{"completed", workflow.KindFailed, "stale"},
+	{"completed", workflow.KindMalformedReply, "stale"},
+	{"completed", workflow.KindCancel, "illegal"},
+	{"completed", workflow.KindApprove, "illegal"},
+	{"completed", workflow.KindReject, "illegal"},
+	{"completed", workflow.KindResume, "illegal"},
+	{"completed", workflow.KindDeadline, "stale"},
+	{"completed", workflow.KindLost, "stale"},
+	{"completed", workflow.KindHeld, "stale"},
+	{"completed", workflow.KindSteppedDown, "stale"},
+	{"completed", workflow.KindAbandoned, "stale"},
+	{"completed", workflow.KindNote, "stale"},
+	{"canceled", workflow.KindPlanned, "illegal"},
+	{"canceled", workflow.KindForked, "illegal"},
+	{"canceled", workflow.KindMalformed, "illegal"},
+	{"canceled", workflow.KindCompleted, "stale"},
+	{"canceled", workflow.KindFailed, "stale"},
+	{"canceled", workflow.KindMalformedReply, "stale"},
+	{"canceled", workflow.KindCancel, "illegal"},
+	{"canceled", workflow.KindApprove, "illegal"},
+	{"canceled", workflow.KindReject, "illegal"},
+	{"canceled", workflow.KindResume, "illegal"},
+	{"canceled", workflow.KindDeadline, "stale"},
+	{"canceled", workflow.KindLost, "stale"},
+	{"canceled", workflow.KindHeld, "stale"},
+	{"canceled", workflow.KindSteppedDown, "stale"},
+	{"canceled", workflow.KindAbandoned, "stale"},
+	{"canceled", workflow.KindNote, "stale"},
+	{"rejected", workflow.KindPlanned, "illegal"},
+	{"rejected", workflow.KindForked, "illegal"},
+	{"rejected", workflow.KindMalformed, "illegal"},
+	{"rejected", workflow.KindCompleted, "stale"},
+	{"rejected", workflow.KindFailed, "stale"},
+	{"rejected", workflow.KindMalformedReply, "stale"},
+	{"rejected", workflow.KindCancel, "illegal"},
+	{"rejected", workflow.KindApprove, "illegal"},
+	{"rejected", workflow.KindReject, "illegal"},
+	{"rejected", workflow.KindResume, "illegal"},
+	{"rejected", workflow.KindDeadline, "stale"},
+	{"rejected", workflow.KindLost, "stale"},
+	{"rejected", workflow.KindHeld, "stale"},
+	{"rejected", workflow.KindSteppedDown, "stale"},
+	{"rejected", workflow.KindAbandoned, "stale"},
+	{"rejected", workflow.KindNote, "stale"},
+}
+
+func TestApplyTable(t *testing.T) {
+	fs := fixtures(t)
+	byName := map[string]fixture{}
+	for _, f := range fs {
+		byName[f.name] = f
+	}
+	seen := map[string]bool{}
+	for _, row := range transitions {
+		f, ok := byName[row.state]
+		if !ok {
+			t.Fatalf("no fixture %q", row.state)
+		}
+		var in workflow.Input
+		for _, i := range inputs(f.step) {
+			if i.Kind() == row.kind {
+				in = i
+			}
+		}
+		name := row.state + "/" + row.kind.String()
+		seen[name] = true
+		t.Run(name, func(t *testing.T) {
+			cp := clone(t, f.cp)
+			before, _ := json.Marshal(cp)
+			eff, err := workflow.Apply(cp, in, f.now.Add(time1), policy)
+			if got := summary(cp, eff, err); got != row.want {
+				t.Errorf("got %s, want %s", got, row.want)
+			}
+			if err == nil {
+				return
+			}
+			after, _ := json.Marshal(cp)
+			if !bytes.Equal(before, after) {
+				t.Errorf("a refused input changed the checkpoint:\nbefore %s\nafter  %s", before, after)
+			}
+			var ie *workflow.IllegalError
+			if errors.As(err, &ie) && (ie.State != f.cp.Status || ie.Input != row.kind || !strings.Contains(err.Error(), string(f.cp.Status)) ||
+				!strings.Contains(err.Error(), row.kind.String())) {
+				t.Errorf("the refusal does not name the state %s and the input %s: %v", f.cp.Status, row.kind, err)
+			}
+		})
+	}
+	// The table covers every pair.
+	for _, f := range fs {
+		for _, k := range workflow.Kinds() {
+			if !seen[f.name+"/"+k.String()] {
+				t.Errorf("the table has no row for %s/%s", f.name, k)
+			}
+		}
+	}
+}
+
+// TestApplyStepInputs covers the step-level checks: a step the plan lacks
+// and an attempt never dispatched are refused, an attempt superseded is
+// stale, and only the live attempt's failure counts.
+func TestApplyStepInputs(t *testing.T) {
+	f := fixtures(t)[1] // working: A attempt 1
+	lost := clone(t, f.cp)
+	drive(t, lost, workflow.Lost{StepID: "A", Attempt: 1}) // A attempt 2; replies of 1 still count
+	fenced := clone(t, f.cp)
+	drive(t, fenced, workflow.Abandoned{StepID: "A", Attempt: 1}) // A attempt 2; 1 no longer counts
+	reply := func(step string, attempt int) workflow.Input {
+		return workflow.Completed{StepCompleted: events.StepCompleted{StepID: step, Attempt: attempt, Output: json.RawMessage(`1`)}}
+	}
+	failure := func(step string, attempt int) workflow.Input {
+		return workflow.Failed{StepFailed: events.StepFailed{StepID: step, Attempt: attempt, Error: "x"}}
+	}
+	for _, c := range []struct {
+		name string
+		cp   *workflow.Checkpoint
+		in   workflow.Input
+		want string
+	}{
+		{"unknown step", f.cp, reply("X", 1), "illegal"},
+		{"attempt never dispatched", f.cp, reply("A", 2), "illegal"},
+		{"attempt 0", f.cp, reply("A", 0), "stale"},
+		{"step not yet dispatched", f.cp, reply("B", 0), "stale"},
+		{"reply of a lost attempt counts", lost, reply("A", 1), "working [artifact status progress step:B status]"},
+		{"reply of the live attempt", lost, reply("A", 2), "working [artifact status progress step:B status]"},
+		{"failure of a lost attempt does not", lost, failure("A", 1), "stale"},
+		{"reply of an abandoned attempt does not", fenced, reply("A", 1), "stale"},
+		{"verdict on an old attempt", lost, workflow.Lost{StepID: "A", Attempt: 1}, "stale"},
+		{"held twice", func() *workflow.Checkpoint {
+			c := clone(t, f.cp)
+			drive(t, c, workflow.Held{StepID: "A", Attempt: 1})
+			return c
+		}(), workflow.Held{StepID: "A", Attempt: 1}, "stale"},
+		{"approve a step that awaits nothing", f.cp, workflow.Approve{StepID: "A"}, "illegal"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cp := clone(t, c.cp)
+			eff, err := workflow.Apply(cp, c.in, f.now.Add(time1), policy)
+			if got := summary(cp, eff, err); got != c.want {
+				t.Errorf("got %s, want %s", got, c.want)
+			}
+		})
+	}
+}

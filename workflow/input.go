@@ -1,0 +1,198 @@
+package workflow
+
+import (
+	"fmt"
+
+	"github.com/agentbus/agentbus/events"
+)
+
+// Input is something that happens to a workflow: Apply's second argument.
+// Inputs are plain values; every one of them is listed below.
+type Input interface {
+	// Kind names the input for errors, logs and the transition table.
+	Kind() Kind
+}
+
+// Kind is an input's kind.
+type Kind int
+
+// The kinds of input, one per Input type.
+const (
+	KindPlanned Kind = iota + 1
+	KindForked
+	KindMalformed
+	KindCompleted
+	KindFailed
+	KindMalformedReply
+	KindCancel
+	KindApprove
+	KindReject
+	KindResume
+	KindDeadline
+	KindLost
+	KindHeld
+	KindSteppedDown
+	KindAbandoned
+	KindNote
+)
+
+var kindNames = map[Kind]string{
+	KindPlanned: "planned", KindForked: "forked", KindMalformed: "malformed submission",
+	KindCompleted: "step completed", KindFailed: "step failed", KindMalformedReply: "malformed reply",
+	KindCancel: "cancel", KindApprove: "approve", KindReject: "reject", KindResume: "resume",
+	KindDeadline: "deadline", KindLost: "step lost", KindHeld: "step held", KindSteppedDown: "consumer stepped down",
+	KindAbandoned: "attempt abandoned", KindNote: "note",
+}
+
+// Kinds lists every kind of input, in order.
+func Kinds() []Kind {
+	out := make([]Kind, 0, len(kindNames))
+	for k := KindPlanned; k <= KindNote; k++ {
+		out = append(out, k)
+	}
+	return out
+}
+
+// String returns the kind's name.
+func (k Kind) String() string {
+	if n, ok := kindNames[k]; ok {
+		return n
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Planned is a new workflow's plan, from its submission or a planner.
+// Refused, when set, says why the plan cannot run (an unknown capability);
+// a plan whose structure is wrong (a cycle, an unknown dependency) is
+// refused by Apply itself.
+type Planned struct {
+	Plan events.Plan
+	// Note says how the plan came about (the planner's reasoning); it
+	// ends the "planned" status message.
+	Note string
+	// TimeoutMS, if positive, bounds the whole workflow.
+	TimeoutMS int64
+	Refused   *PlanError
+}
+
+// Forked starts a new workflow from a revision of another: Source is that
+// revision (nil when it was not found, with Refused saying so).
+type Forked struct {
+	From    events.ForkOf
+	Source  *Checkpoint
+	Refused string
+}
+
+// Malformed ends a workflow whose submission could not be decoded.
+type Malformed struct{ Error events.Error }
+
+// Completed is a step's successful reply.
+type Completed struct{ events.StepCompleted }
+
+// Failed is a step's failure reply, after the worker's retries.
+type Failed struct{ events.StepFailed }
+
+// MalformedReply fails a step's live attempt whose reply could not be
+// decoded.
+type MalformedReply struct {
+	StepID string
+	Error  string
+}
+
+// Cancel cancels a workflow that has not ended.
+type Cancel struct{ Reason string }
+
+// Approve approves the step awaiting a decision (StepID, or every one).
+type Approve struct{ StepID, Comment string }
+
+// Reject rejects the step awaiting a decision, which ends the workflow.
+type Reject struct{ StepID, Comment string }
+
+// Resume dispatches a failed workflow's unfinished steps again.
+type Resume struct{}
+
+// Deadline is the workflow's deadline come due.
+type Deadline struct{}
+
+// Lost is the watchdog's verdict on a step attempt whose lease is due:
+// neither its request nor a reply is stored any more.
+type Lost struct {
+	StepID  string
+	Attempt int
+}
+
+// Held is the watchdog's first sight of a step attempt's request held by
+// its consumer (delivered, not acknowledged) at a due lease.
+type Held struct {
+	StepID  string
+	Attempt int
+}
+
+// SteppedDown records that the consumer holding a step attempt's request
+// had its leader stepped down; Message says how that went.
+type SteppedDown struct {
+	StepID  string
+	Attempt int
+	Message string
+}
+
+// Abandoned gives up a step attempt whose request stayed held after the
+// stepdown (and was deleted): the step runs again as a new attempt, and
+// the old attempt's replies no longer count.
+type Abandoned struct {
+	StepID  string
+	Attempt int
+	Message string
+}
+
+// Note adds a status event to a live workflow (a recovery of the
+// reconciler's), with its recovery kind.
+type Note struct{ Message, Recovery string }
+
+// Kind implements Input.
+func (Planned) Kind() Kind { return KindPlanned }
+
+// Kind implements Input.
+func (Forked) Kind() Kind { return KindForked }
+
+// Kind implements Input.
+func (Malformed) Kind() Kind { return KindMalformed }
+
+// Kind implements Input.
+func (Completed) Kind() Kind { return KindCompleted }
+
+// Kind implements Input.
+func (Failed) Kind() Kind { return KindFailed }
+
+// Kind implements Input.
+func (MalformedReply) Kind() Kind { return KindMalformedReply }
+
+// Kind implements Input.
+func (Cancel) Kind() Kind { return KindCancel }
+
+// Kind implements Input.
+func (Approve) Kind() Kind { return KindApprove }
+
+// Kind implements Input.
+func (Reject) Kind() Kind { return KindReject }
+
+// Kind implements Input.
+func (Resume) Kind() Kind { return KindResume }
+
+// Kind implements Input.
+func (Deadline) Kind() Kind { return KindDeadline }
+
+// Kind implements Input.
+func (Lost) Kind() Kind { return KindLost }
+
+// Kind implements Input.
+func (Held) Kind() Kind { return KindHeld }
+
+// Kind implements Input.
+func (SteppedDown) Kind() Kind { return KindSteppedDown }
+
+// Kind implements Input.
+func (Abandoned) Kind() Kind { return KindAbandoned }
+
+// Kind implements Input.
+func (Note) Kind() Kind { return KindNote }

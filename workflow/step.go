@@ -1,0 +1,269 @@
+package workflow
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// stepArtifact is a completed step's output as an artifact event, so that
+// a client following the workflow has every step's result as it comes,
+// not only all of them in the final complete event. It precedes the
+// step's completed status.
+func stepArtifact(r events.StepCompleted) events.Artifact {
+	out := r.Output
+	if len(out) == 0 {
+		out = json.RawMessage("null")
+	}
+	return events.Artifact{ArtifactID: StepArtifactID(r.StepID), StepID: r.StepID, Name: r.Capability + " output",
+		Data: out, LastChunk: true}
+}
+
+// completed records a step's output, holds it for approval if its plan
+// step requires one, and moves the workflow on.
+func (x *tx) completed(r events.StepCompleted) error {
+	cp := x.cp
+	t := cp.Tasks[r.StepID]
+	now := x.now
+	t.Output, t.Worker, t.CompletedAt = r.Output, r.Worker, &now
+	t.QueuedMS, t.RunMS = r.QueuedMS, r.DurationMS
+	s, _ := cp.PlanStep(r.StepID)
+	to, status := events.StateCompleted, events.Status{State: events.StateCompleted, StepID: r.StepID, Message: "completed on " + r.Worker}
+	if s.RequiresApproval {
+		to, status = x.review(r.StepID, t)
+	}
+	x.setTask(r.StepID, t, to, CauseReply)
+	cp.measure(now, false)
+	cp.ExecutionOrder = append(cp.ExecutionOrder, r.StepID)
+	if err := x.emit(events.TypeArtifact, r.StepID, stepArtifact(r)); err != nil {
+		return err
+	}
+	if err := x.emit(events.TypeStatus, r.StepID, status); err != nil {
+		return err
+	}
+	if err := x.progress(r.StepID); err != nil {
+		return err
+	}
+	return x.advance(CauseAdvance)
+}
+
+// review decides on a completed step that requires approval: approved
+// without a human if its output's confidence clears the threshold, else
+// held, input-required.
+func (x *tx) review(step string, t *Task) (events.State, events.Status) {
+	var out struct {
+		Confidence *float64 `json:"confidence"`
+	}
+	_ = json.Unmarshal(t.Output, &out)
+	threshold := x.p.ApprovalThreshold
+	if out.Confidence != nil && *out.Confidence >= threshold {
+		t.Approval = &Approval{State: ApprovalAuto, Confidence: out.Confidence}
+		return events.StateCompleted, events.Status{State: events.StateCompleted, StepID: step,
+			Message: fmt.Sprintf("auto-approved: confidence %.2f >= %.2f", *out.Confidence, threshold)}
+	}
+	t.Approval = &Approval{State: ApprovalPending, Confidence: out.Confidence}
+	why := "no confidence reported"
+	if out.Confidence != nil {
+		why = fmt.Sprintf("confidence %.2f < %.2f", *out.Confidence, threshold)
+	}
+	return events.StateInputRequired, events.Status{State: events.StateInputRequired, StepID: step,
+		Message: fmt.Sprintf("step %s awaits approval (%s): approve or reject it with POST /v1/workflows/%s/approve", step, why, x.cp.WorkflowID)}
+}
+
+// progress emits how many steps have settled.
+func (x *tx) progress(step string) error {
+	done, total := 0, len(x.cp.Tasks)
+	for id := range x.cp.Tasks {
+		if x.cp.Settled(id) {
+			done++
+		}
+	}
+	return x.emit(events.TypeProgress, step, events.Progress{
+		CompletedSteps: done, TotalSteps: total, Percent: 100 * float64(done) / float64(total), StepID: step,
+		Message: fmt.Sprintf("step %s done (%d/%d)", step, done, total),
+	})
+}
+
+// failed records a step's failure: its fallback takes over if it has one
+// not yet used; an optional step fails alone; any other fails the
+// workflow.
+func (x *tx) failed(r events.StepFailed) error {
+	cp := x.cp
+	t := cp.Tasks[r.StepID]
+	s, _ := cp.PlanStep(r.StepID)
+	now := x.now
+	if s.Fallback != "" && t.FellBack == "" {
+		if err := x.emit(events.TypeStatus, r.StepID, events.Status{State: events.StateWorking, StepID: r.StepID,
+			Message: fmt.Sprintf("%s failed (%s); falling back to %s", t.Capability, r.Error, s.Fallback)}); err != nil {
+			return err
+		}
+		x.setTask(r.StepID, t, events.StateSubmitted, CauseFallback)
+		t.FellBack, t.Capability, t.Error = s.Fallback, s.Fallback, r.Error
+		return x.advance(CauseAdvance)
+	}
+	x.setTask(r.StepID, t, events.StateFailed, CauseReply)
+	t.Error, t.Worker, t.CompletedAt = r.Error, r.Worker, &now
+	t.QueuedMS, t.RunMS = r.QueuedMS, r.DurationMS
+	cp.measure(now, false)
+	cp.ExecutionOrder = append(cp.ExecutionOrder, r.StepID)
+	if s.Optional {
+		if err := x.emit(events.TypeStatus, r.StepID, events.Status{State: events.StateFailed, StepID: r.StepID,
+			Message: "optional step failed, continuing without it: " + r.Error}); err != nil {
+			return err
+		}
+		if err := x.progress(r.StepID); err != nil {
+			return err
+		}
+		return x.advance(CauseAdvance)
+	}
+	if err := x.emit(events.TypeStatus, r.StepID, events.Status{State: events.StateFailed, StepID: r.StepID, Message: r.Error}); err != nil {
+		return err
+	}
+	return x.fail(events.Error{Code: events.CodeStepFailed, StepID: r.StepID,
+		Message: fmt.Sprintf("step %q (%s) failed: %s", r.StepID, r.Capability, r.Error)}, CauseReply)
+}
+
+// dispatchReady dispatches every task that has not been dispatched and
+// whose dependencies have all settled, with their outputs (null for an
+// optional step that failed). Steps are taken in stage order, so the
+// dispatch order is Kahn's.
+func (x *tx) dispatchReady() error {
+	for _, stage := range x.cp.Stages {
+		for _, id := range stage {
+			t := x.cp.Tasks[id]
+			if t.Status != events.StateSubmitted {
+				continue
+			}
+			s, _ := x.cp.PlanStep(id)
+			deps, ready := x.cp.Inputs(s)
+			if !ready {
+				continue
+			}
+			if err := x.request(s, t, deps, CauseDispatch); err != nil {
+				return err
+			}
+			t.Since = t.Attempt
+			if err := x.emit(events.TypeStatus, s.ID, events.Status{State: events.StateWorking, StepID: s.ID, Message: "dispatched to " + t.Capability}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// request queues the task's next attempt: its step request and, at the
+// workflow's first, the watchdog's timer.
+func (x *tx) request(s events.PlanStep, t *Task, deps map[string]json.RawMessage, cause Cause) error {
+	cp := x.cp
+	subj, err := subjects.Step(cp.TenantID, t.Capability)
+	if err != nil {
+		return err
+	}
+	t.Attempt++
+	x.setTask(s.ID, t, events.StateWorking, cause)
+	t.StepSeq = 0
+	t.HeldSince, t.SteppedDownAt = nil, nil
+	now := x.now
+	t.DispatchedAt = &now
+	req := events.StepRequested{StepID: s.ID, Capability: t.Capability, Attempt: t.Attempt, Query: cp.Query, Input: s.Input, TimeoutMS: s.TimeoutMS,
+		Problems: cp.Problems(), Conversation: cp.Conversation(), User: cp.User}
+	if len(deps) > 0 {
+		req.DependencyOutputs = deps
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	cp.Phase = PhaseExecuting
+	if cp.Watch == 0 {
+		if err := x.armWatch(); err != nil {
+			return err
+		}
+	}
+	x.eff.Dispatches = append(x.eff.Dispatches, Dispatch{StepID: s.ID, Capability: t.Capability, Attempt: t.Attempt, Index: len(x.eff.Outbox)})
+	x.eff.Outbox = append(x.eff.Outbox, Outgoing{
+		Subject: subj, MsgID: events.StepKey(cp.TenantID, cp.WorkflowID, s.ID, t.Attempt),
+		Type: events.TypeStepRequested, StepID: s.ID, Time: now, Data: data,
+	})
+	return nil
+}
+
+// armWatch queues a new watchdog timer for the workflow, due a lease from
+// now, unless the watchdog is off.
+func (x *tx) armWatch() error {
+	if x.p.StepLease <= 0 {
+		return nil
+	}
+	x.cp.Watch++
+	m, err := WatchTimer(x.cp, x.cp.Watch, x.now.Add(x.p.StepLease), x.now)
+	if err != nil {
+		return err
+	}
+	x.eff.Outbox = append(x.eff.Outbox, m)
+	return nil
+}
+
+// advance moves the workflow on after a task settled: dispatch what is
+// ready, wait for approvals, or complete.
+func (x *tx) advance(cause Cause) error {
+	if err := x.dispatchReady(); err != nil {
+		return err
+	}
+	pending, open := 0, 0
+	for id, t := range x.cp.Tasks {
+		switch {
+		case t.Approval != nil && t.Approval.State == ApprovalPending:
+			pending++
+		case !x.cp.Settled(id):
+			open++
+		}
+	}
+	switch {
+	case pending == 0 && open == 0:
+		return x.complete()
+	case pending > 0:
+		x.setStatus(events.StateInputRequired, PhaseAwaiting, cause)
+	default:
+		x.setStatus(events.StateWorking, PhaseExecuting, cause)
+	}
+	return nil
+}
+
+// complete ends the workflow with its result: the sink step's output, or
+// the sinks' outputs by id.
+func (x *tx) complete() error {
+	cp := x.cp
+	outputs := make(map[string]json.RawMessage, len(cp.Tasks))
+	partial := false
+	for _, s := range cp.Plan.Steps {
+		out := cp.Tasks[s.ID].Output
+		if cp.Tasks[s.ID].Status != events.StateCompleted {
+			partial, out = true, json.RawMessage("null")
+		}
+		outputs[s.ID] = out
+	}
+	sinks := SinkSteps(cp.Plan)
+	result := outputs[sinks[0]]
+	if len(sinks) > 1 {
+		m := make(map[string]json.RawMessage, len(sinks))
+		for _, id := range sinks {
+			m[id] = outputs[id]
+		}
+		result, _ = json.Marshal(m)
+	}
+	x.setStatus(events.StateCompleted, PhaseDone, CauseAdvance)
+	cp.Result = result
+	msg := "workflow completed"
+	if partial {
+		msg = "workflow completed with partial results: optional steps failed"
+	}
+	if err := x.emit(events.TypeStatus, "", events.Status{State: events.StateCompleted, Message: msg}); err != nil {
+		return err
+	}
+	cp.measure(x.now, true)
+	return x.emit(events.TypeComplete, "", events.Complete{
+		Result: result, Outputs: outputs, DurationMS: cp.EndToEndMS, PhaseLatency: cp.latency(),
+	})
+}
