@@ -40,10 +40,12 @@ web:
 web-test:
 	cd web && $(NPM) ci && $(NPM) test
 
-## lint: gofmt, go vet and staticcheck
+## lint: gofmt, go vet, the import layers (internal/layers: no package
+## imports a higher layer of DESIGN.md §4, no cycle) and staticcheck
 lint:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run ./internal/layers
 	$(GO) run $(STATICCHECK) ./...
 
 ## bench: the benchmarks, each beside its baseline in the same run

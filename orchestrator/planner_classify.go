@@ -3,7 +3,7 @@ package orchestrator
 import (
 	"strings"
 
-	"github.com/agentbus/agentbus/internal/querykind"
+	"github.com/agentbus/agentbus/querykind"
 )
 
 // Complexity is the heuristic planner's verdict on a query: complex queries

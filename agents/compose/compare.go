@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentbus/agentbus/internal/querykind"
+	"github.com/agentbus/agentbus/querykind"
 )
 
 // sentencesPerSide is how many sentences a comparison gives each side.

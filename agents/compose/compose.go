@@ -11,7 +11,7 @@ import (
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/agents/agentkit"
-	"github.com/agentbus/agentbus/internal/querykind"
+	"github.com/agentbus/agentbus/querykind"
 )
 
 // Capabilities the composer serves.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/internal/querykind"
+	"github.com/agentbus/agentbus/querykind"
 )
 
 // composition is one answer being built: its parts, streamed one artifact

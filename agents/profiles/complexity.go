@@ -1,6 +1,6 @@
 package profiles
 
-import "github.com/agentbus/agentbus/internal/querykind"
+import "github.com/agentbus/agentbus/querykind"
 
 // complexity grades a query by the rules the orchestrator's heuristic
 // planner uses too (querykind.Classify): complex when any rule holds

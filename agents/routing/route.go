@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/agentbus/agentbus/agents/agentkit"
-	"github.com/agentbus/agentbus/internal/querykind"
 	"github.com/agentbus/agentbus/llm"
+	"github.com/agentbus/agentbus/querykind"
 )
 
 // Scoring constants.

@@ -1,27 +1,16 @@
 // The shell: header with navigation, who the token acts for, the theme
 // toggle and logout; the page the path names below it.
-import { createContext } from 'preact';
-import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useState } from 'preact/hooks';
 import { ApiError, get, type Whoami } from './api';
 import { navigate, onLink, usePath } from './router';
 import { clearToken, hasToken } from './session';
+import { SessionContext } from './session_context';
 import { applyTheme, loadTheme, nextTheme, type Theme } from './theme';
 import { AgentsPage } from './pages/agents';
 import { LoginPage } from './pages/login';
 import { SubmitPage } from './pages/submit';
 import { WorkflowPage } from './pages/workflow';
 import { WorkflowsPage } from './pages/workflows';
-
-export interface Session {
-  who: Whoami | null;
-  /** reload asks the gateway again whom the token acts for. */
-  reload: () => Promise<void>;
-}
-
-export const SessionContext = createContext<Session>({ who: null, reload: async () => {} });
-export const useSession = () => useContext(SessionContext);
-/** mayControl: show buttons that change state (not to viewers). */
-export const useMayControl = () => useSession().who?.may_control === true;
 
 export function App() {
   const path = usePath();

@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks';
 import { ApiError, get, type Whoami } from '../api';
-import { useSession } from '../app';
 import { navigate } from '../router';
 import { clearToken, setToken } from '../session';
+import { useSession } from '../session_context';
 
 // Login stores a tenant token in the agentbus_token cookie, after the
 // gateway confirmed it.

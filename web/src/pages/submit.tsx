@@ -3,9 +3,9 @@
 // pointer (click it to select the offending text).
 import { useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, post } from '../api';
-import { useMayControl } from '../app';
 import { navigate } from '../router';
 import { lineOf, locate, parseJSON, validateRequest, type Problem } from '../schema';
+import { useMayControl } from '../session_context';
 
 const examples: Record<string, object> = {
   diamond: {

@@ -4,7 +4,7 @@
 // showed: no event is missed or shown twice, and a reset is shown as such.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, get, post, terminal, wfPath, type Citation, type Revision, type WorkflowState } from '../api';
-import { useMayControl } from '../app';
+import { useMayControl } from '../session_context';
 import { Answer } from '../components/answer';
 import { Checkpoints } from '../components/checkpoints';
 import { DagView, type StepView } from '../components/dagview';

@@ -3,7 +3,7 @@
 // from its offset after a drop; a reset reloads the list.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { get, terminal, wfPath, type Summary, type WorkflowState } from '../api';
-import { useMayControl } from '../app';
+import { useMayControl } from '../session_context';
 import { LinkDot, StatusPill } from '../components/status';
 import { ago, between, ms } from '../format';
 import type { Frame, LinkState } from '../follow';

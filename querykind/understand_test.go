@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/agentbus/agentbus/internal/querykind"
+	"github.com/agentbus/agentbus/querykind"
 )
 
 func TestUnderstand(t *testing.T) {

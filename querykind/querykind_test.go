@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbus/agentbus/internal/querykind"
+	"github.com/agentbus/agentbus/querykind"
 )
 
 func TestClassify(t *testing.T) {

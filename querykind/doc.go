@@ -7,5 +7,12 @@
 // content words and Go identifiers), so that instruction words such as
 // "compare" or "in detail" shape the plan and the report but never the
 // search terms. A query string enters; a Verdict or an Understanding
-// leaves; nothing is kept between calls.
+// leaves; nothing is kept between calls, so every function is safe for
+// concurrent use.
+//
+// It is a top-level package, not internal/, because product code imports
+// it (the orchestrator, agents/compose, agents/profiles, agents/routing,
+// agents/search, retrieval/eval); it sits at the bottom of the import
+// layers beside subjects and schemas and imports only the standard
+// library.
 package querykind
