@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/broker"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/gateway"
@@ -37,7 +38,7 @@ var ErrConfig = errors.New("agentbus: invalid config")
 // tells them apart with errors.Is (the CLI gives each its own message).
 var (
 	// ErrServerStart: the embedded NATS server did not start (a taken
-	// port is a *bus.ListenError).
+	// port is a *broker.ListenError).
 	ErrServerStart = errors.New("agentbus: start the NATS server")
 	// ErrProvision: the streams and buckets could not be provisioned (a
 	// replica difference is bus.ErrReplicas).
@@ -77,7 +78,7 @@ type Config struct {
 	// Server adjusts the embedded server: a nats-server config file, its
 	// name, a cluster to join, how often JetStream syncs. Its DataDir and
 	// Addr are DataDir and NATSAddr; its Logger defaults to Logger.
-	Server bus.ServerConfig
+	Server broker.Config
 	// Name is this process's connection name on NATS; default
 	// "agentbus-embedded".
 	Name string
@@ -179,7 +180,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	sc := cfg.Server
 	sc.DataDir, sc.Addr, sc.Logger = cfg.DataDir, cfg.NATSAddr, cmp.Or(sc.Logger, log)
-	srv, err := bus.StartServer(sc)
+	srv, err := broker.Start(sc)
 	if err != nil {
 		return &StartError{Stage: ErrServerStart, Err: err}
 	}
@@ -189,7 +190,7 @@ func Run(ctx context.Context, cfg Config) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	b, err := bus.Connect(ctx, bus.Config{Server: srv, Name: cfg.Name, Logger: log})
+	b, err := bus.Connect(ctx, bus.Config{URL: srv.ClientURL(), InProcess: srv, Name: cfg.Name, Logger: log})
 	if err != nil {
 		return err
 	}

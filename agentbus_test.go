@@ -16,6 +16,7 @@ import (
 	"github.com/agentbus/agentbus"
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/agents/echo"
+	"github.com/agentbus/agentbus/broker"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/client"
@@ -185,7 +186,7 @@ func TestRunStopsEverythingWhenAPartFails(t *testing.T) {
 		}, errHook, nil},
 		{"gateway config", func(c *agentbus.Config) { c.Gateway.MaxBodyBytes = 10 }, agentbus.ErrGatewayConfig, nil},
 		{"http port taken", func(c *agentbus.Config) { c.HTTPAddr = taken.Addr().String() }, agentbus.ErrListen, new(*net.OpError)},
-		{"nats port taken", func(c *agentbus.Config) { c.NATSAddr = taken.Addr().String() }, agentbus.ErrServerStart, new(*bus.ListenError)},
+		{"nats port taken", func(c *agentbus.Config) { c.NATSAddr = taken.Addr().String() }, agentbus.ErrServerStart, new(*broker.ListenError)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, natsAddr := t.TempDir(), freeAddr(t)
@@ -245,8 +246,8 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 	}{
 		{"no data directory", agentbus.Config{}, []string{"DataDir is required"}},
 		{"two workers", agentbus.Config{DataDir: "d", Agents: []agents.Agent{echo.Agent{}}, WorkerFrom: worker}, []string{"Agents and WorkerFrom"}},
-		{"server address", agentbus.Config{DataDir: "d", Server: bus.ServerConfig{Addr: "127.0.0.1:4222"}}, []string{"Server.Addr", "NATSAddr"}},
-		{"all at once", agentbus.Config{Agents: []agents.Agent{echo.Agent{}}, WorkerFrom: worker, Server: bus.ServerConfig{DataDir: "x"}},
+		{"server address", agentbus.Config{DataDir: "d", Server: broker.Config{Addr: "127.0.0.1:4222"}}, []string{"Server.Addr", "NATSAddr"}},
+		{"all at once", agentbus.Config{Agents: []agents.Agent{echo.Agent{}}, WorkerFrom: worker, Server: broker.Config{DataDir: "x"}},
 			[]string{"DataDir is required", "Agents and WorkerFrom", "Server.DataDir"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,17 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Config says how to reach NATS. Either URL or Server must be set; Server
-// connects in-process, without a socket.
+// Config says how to reach NATS. URL is required.
 type Config struct {
-	URL    string
-	Server *Server
+	// URL is the server's nats:// client URL (several, comma-separated,
+	// fail over between them).
+	URL string
+	// InProcess, if set, is a server in this process (a *broker.Server)
+	// that Connect reaches without a socket; URL is then that server's
+	// client URL, named in logs and errors.
+	InProcess InProcessServer
 	// Name is the connection name shown by the server (e.g. "agentbus-orchestrator").
 	Name string
 	// Logger receives connection state changes; default slog.Default().
@@ -26,6 +31,13 @@ type Config struct {
 	// leader (election.go) is tried again when its context has no
 	// deadline; default DefaultElectionWait, negative: not at all.
 	ElectionWait time.Duration
+}
+
+// InProcessServer is a NATS server in this process that Connect reaches
+// without a socket; *broker.Server is one. It is an interface, declared
+// here, so that bus does not link the server.
+type InProcessServer interface {
+	InProcessConn() (net.Conn, error)
 }
 
 // Bus is a NATS connection with JetStream. It is safe for concurrent use.
@@ -51,8 +63,8 @@ var ErrAuthorization = nats.ErrAuthorization
 // until ctx ends, so a process may start before its server, and logs that
 // it does so at once and then every few seconds.
 func Connect(ctx context.Context, cfg Config) (*Bus, error) {
-	if cfg.URL == "" && cfg.Server == nil {
-		return nil, errors.New("bus: config needs URL or Server")
+	if cfg.URL == "" {
+		return nil, errors.New("bus: config needs URL (with InProcess too: the server's client URL)")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -85,12 +97,10 @@ func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 			log.Warn("nats asynchronous error", "subject", subj, "err", err)
 		}),
 	}, cfg.Options...)
-	url := cfg.URL
-	if cfg.Server != nil {
-		opts = append(opts, nats.InProcessServer(cfg.Server.Internal()))
-		url = cfg.Server.ClientURL()
+	if cfg.InProcess != nil {
+		opts = append(opts, nats.InProcessServer(cfg.InProcess))
 	}
-	nc, err := dial(ctx, url, opts, log)
+	nc, err := dial(ctx, cfg.URL, opts, log)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -13,8 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbus/agentbus/broker"
 	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/bus/bustest"
 )
+
+// A broker.Server is what Connect takes in-process.
+var _ bus.InProcessServer = (*broker.Server)(nil)
 
 // syncBuffer is a log destination safe for concurrent writes.
 type syncBuffer struct {
@@ -69,7 +75,7 @@ func TestConnectRefusedAuthorizationAtOnce(t *testing.T) {
 	if err := os.WriteFile(conf, []byte("authorization { user: a, password: b }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), Addr: "127.0.0.1:-1", ConfigFile: conf})
+	srv, err := broker.Start(broker.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:-1", ConfigFile: conf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,5 +89,77 @@ func TestConnectRefusedAuthorizationAtOnce(t *testing.T) {
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("took %s: retried a refused authorization", took)
+	}
+}
+
+// TestConnectInProcess: Connect reaches a broker.Server of this process
+// without a socket.
+func TestConnectInProcess(t *testing.T) {
+	t.Parallel()
+	srv, err := broker.Start(broker.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:-1"})
+	if err != nil {
+		t.Fatalf("broker.Start: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	srv.LogTo(slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+	b, err := bus.Connect(testCtx(t), bus.Config{URL: srv.ClientURL(), InProcess: srv, Logger: bustest.Logger(t)})
+	if err != nil {
+		t.Fatalf("Connect in-process: %v", err)
+	}
+	if err := b.Provision(testCtx(t), bus.StreamsConfig{}); err != nil {
+		t.Fatalf("Provision: %v", err)
+	}
+	publishEvent(t, b, "w1", 1)
+	b.Close()
+	b.Close() // safe twice
+	if !b.Conn().IsClosed() {
+		t.Error("connection still open after Close")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("second Shutdown: %v", err)
+	}
+}
+
+func TestConnectNeedsURL(t *testing.T) {
+	t.Parallel()
+	if _, err := bus.Connect(testCtx(t), bus.Config{}); err == nil {
+		t.Fatal("Connect with an empty config succeeded")
+	}
+}
+
+func TestConnectRetriesUntilContextEnds(t *testing.T) {
+	t.Parallel()
+	// Something that is not NATS holds the port: it hangs up at once, so
+	// every attempt fails fast and no other test's server can take the port.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	url := "nats://" + l.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	_, err = bus.Connect(ctx, bus.Config{URL: url, Logger: bustest.Logger(t)})
+	if err == nil || !strings.Contains(err.Error(), url) {
+		t.Fatalf("Connect to %s = %v, want an error naming the URL once ctx ends", url, err)
+	}
+	if ctx.Err() == nil {
+		t.Errorf("Connect gave up before its context ended: %v", err)
 	}
 }

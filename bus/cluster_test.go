@@ -205,7 +205,7 @@ func TestFollowInProcessSurvivesConsumerServerLossAndReturn(t *testing.T) {
 	if err := admin.Provision(ctx, bus.StreamsConfig{Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
-	local, err := bus.Connect(ctx, bus.Config{Server: c.Nodes[0].Server, Name: "local", Logger: bustest.Logger(t)})
+	local, err := bus.Connect(ctx, bus.Config{URL: c.Nodes[0].Server.ClientURL(), InProcess: c.Nodes[0].Server, Name: "local", Logger: bustest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbus/agentbus/broker"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/subjects"
@@ -299,14 +300,14 @@ func TestKVWatchDone(t *testing.T) {
 func TestReconnected(t *testing.T) {
 	t.Parallel()
 	dir, addr := t.TempDir(), bustest.FreeAddr(t)
-	start := func() *bus.Server {
-		srv, err := bus.StartServer(bus.ServerConfig{DataDir: dir, Addr: addr})
+	start := func() *broker.Server {
+		srv, err := broker.Start(broker.Config{DataDir: dir, Addr: addr})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return srv
 	}
-	stop := func(srv *bus.Server) {
+	stop := func(srv *broker.Server) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)

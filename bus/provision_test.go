@@ -2,7 +2,6 @@ package bus_test
 
 import (
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -215,38 +214,6 @@ func TestStreamsConfigValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			checkProblems(t, tt.cfg.Validate(), tt.want)
 		})
-	}
-}
-
-func TestServerConfigValidate(t *testing.T) {
-	t.Parallel()
-	missing := filepath.Join(t.TempDir(), "missing.conf")
-	tests := []struct {
-		name string
-		cfg  bus.ServerConfig
-		want []string
-	}{
-		{"valid", bus.ServerConfig{Addr: "127.0.0.1:4222"}, nil},
-		{"random port", bus.ServerConfig{Addr: "127.0.0.1:-1"}, nil},
-		{"no port", bus.ServerConfig{Addr: "nohostport"}, []string{`"nohostport"`}},
-		{"port out of range", bus.ServerConfig{Addr: "127.0.0.1:70000"}, []string{`port "70000"`}},
-		{"port not a number", bus.ServerConfig{Addr: "127.0.0.1:http"}, []string{`port "http"`}},
-		{"empty host", bus.ServerConfig{Addr: ":4222"}, []string{"host is empty"}},
-		{"bad address and missing config file", bus.ServerConfig{Addr: "nohostport", ConfigFile: missing},
-			[]string{`"nohostport"`, "missing.conf"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			checkProblems(t, tt.cfg.Validate(), tt.want)
-		})
-	}
-}
-
-func TestStartServerRejectsBadConfig(t *testing.T) {
-	t.Parallel()
-	_, err := bus.StartServer(bus.ServerConfig{DataDir: t.TempDir(), Addr: "127.0.0.1:70000"})
-	if err == nil || !strings.Contains(err.Error(), "70000") {
-		t.Fatalf("StartServer with port 70000: err = %v, want a validation error naming the port", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbus/agentbus/broker"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/discovery"
@@ -144,14 +145,14 @@ func TestIndexSurvivesRegistryRestart(t *testing.T) {
 // it holds) and follows the registrations made after the restart.
 func TestIndexSurvivesServerRestart(t *testing.T) {
 	dir, addr := t.TempDir(), bustest.FreeAddr(t)
-	start := func() *bus.Server {
-		srv, err := bus.StartServer(bus.ServerConfig{DataDir: dir, Addr: addr, Name: "restart"})
+	start := func() *broker.Server {
+		srv, err := broker.Start(broker.Config{DataDir: dir, Addr: addr, Name: "restart"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return srv
 	}
-	stop := func(srv *bus.Server) {
+	stop := func(srv *broker.Server) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)

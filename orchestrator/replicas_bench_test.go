@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbus/agentbus/broker"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 )
@@ -22,7 +23,7 @@ func BenchmarkReplicas(b *testing.B) {
 	}{
 		{"R1", func(t testing.TB) *bustest.Env { return bustest.New(t) }},
 		{"R1-sync-always", func(t testing.TB) *bustest.Env {
-			return bustest.NewWithOptions(t, bustest.Options{Sync: bus.SyncConfig{Always: true}})
+			return bustest.NewWithOptions(t, bustest.Options{Sync: broker.SyncConfig{Always: true}})
 		}},
 		{"R3-cluster", replicatedEnv},
 	}

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbus/agentbus/broker"
 	"github.com/agentbus/agentbus/bus"
 )
 
 // Env is one test's NATS server and a connection to it.
 type Env struct {
-	Server *bus.Server
+	Server *broker.Server
 	Bus    *bus.Bus
 	// URL is the server's nats:// client URL, for raw nats.go clients and
 	// child processes.
@@ -32,7 +33,7 @@ type Options struct {
 	// NoProvision skips provisioning.
 	NoProvision bool
 	// Sync is how often the server flushes its store; default the server's.
-	Sync bus.SyncConfig
+	Sync broker.SyncConfig
 }
 
 // New starts a server on a random port with a temporary store, provisions
@@ -45,7 +46,7 @@ func NewWithOptions(t testing.TB, o Options) *Env {
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: o.Dir, Addr: "127.0.0.1:-1", Name: "bustest", Sync: o.Sync})
+	srv, err := broker.Start(broker.Config{DataDir: o.Dir, Addr: "127.0.0.1:-1", Name: "bustest", Sync: o.Sync})
 	if err != nil {
 		t.Fatalf("bustest: start server: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbus/agentbus/broker"
 	"github.com/agentbus/agentbus/bus"
 )
 
@@ -26,7 +27,7 @@ type Cluster struct {
 // Node is one server of a Cluster.
 type Node struct {
 	Name, Dir, ClientAddr, RouteAddr string
-	Server                           *bus.Server
+	Server                           *broker.Server
 }
 
 // URL is the node's client URL.
@@ -68,16 +69,16 @@ func (c *Cluster) URLs() string {
 }
 
 // Config is node i's server configuration.
-func (c *Cluster) Config(i int) bus.ServerConfig {
+func (c *Cluster) Config(i int) broker.Config {
 	n := c.Nodes[i]
-	return bus.ServerConfig{DataDir: n.Dir, Addr: n.ClientAddr, Name: n.Name, ReadyTimeout: 20 * time.Second,
-		Cluster: bus.ClusterConfig{Name: "bustest", Addr: n.RouteAddr, Routes: c.Routes}}
+	return broker.Config{DataDir: n.Dir, Addr: n.ClientAddr, Name: n.Name, ReadyTimeout: 20 * time.Second,
+		Cluster: broker.ClusterConfig{Name: "bustest", Addr: n.RouteAddr, Routes: c.Routes}}
 }
 
 // Start starts node i (again) on its store.
 func (c *Cluster) Start(t testing.TB, i int) {
 	t.Helper()
-	srv, err := bus.StartServer(c.Config(i))
+	srv, err := broker.Start(c.Config(i))
 	if err != nil {
 		t.Fatalf("bustest: start %s: %v", c.Nodes[i].Name, err)
 	}

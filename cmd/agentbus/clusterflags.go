@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentbus/agentbus/broker"
 	"github.com/agentbus/agentbus/bus"
 )
 
@@ -71,16 +72,16 @@ func (f *clusterFlags) register(cmd *cobra.Command) {
 
 // server returns the embedded server's cluster and sync settings, each
 // problem naming its flag.
-func (f clusterFlags) server() (bus.ClusterConfig, bus.SyncConfig, error) {
+func (f clusterFlags) server() (broker.ClusterConfig, broker.SyncConfig, error) {
 	var errs []string
-	sync, err := bus.ParseSync(f.sync)
+	sync, err := broker.ParseSync(f.sync)
 	if err != nil {
 		errs = append(errs, fmt.Sprintf("--jetstream-sync %q: want always, default or a positive duration such as 1s", f.sync))
 	}
-	cl := bus.ClusterConfig{Name: f.name, Addr: f.addr, Routes: f.routes}
+	cl := broker.ClusterConfig{Name: f.name, Addr: f.addr, Routes: f.routes}
 	if err := cl.Validate(); err != nil {
 		for _, e := range strings.Split(err.Error(), "\n") {
-			errs = append(errs, flagOf(e)+strings.TrimPrefix(e, "bus: "))
+			errs = append(errs, flagOf(e)+strings.TrimPrefix(e, "broker: "))
 		}
 	}
 	if len(errs) > 0 {
@@ -89,14 +90,14 @@ func (f clusterFlags) server() (bus.ClusterConfig, bus.SyncConfig, error) {
 	return cl, sync, nil
 }
 
-// flagOf names the flag a bus cluster problem is about.
+// flagOf names the flag a broker cluster problem is about.
 func flagOf(problem string) string {
 	switch {
-	case strings.HasPrefix(problem, "bus: cluster address"):
+	case strings.HasPrefix(problem, "broker: cluster address"):
 		return "--cluster-addr: "
-	case strings.HasPrefix(problem, "bus: cluster name"):
+	case strings.HasPrefix(problem, "broker: cluster name"):
 		return "--cluster-name: "
-	case strings.HasPrefix(problem, "bus: route"):
+	case strings.HasPrefix(problem, "broker: route"):
 		return "--routes: "
 	}
 	return ""

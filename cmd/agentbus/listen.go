@@ -7,7 +7,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/broker"
 )
 
 // probeHTTP binds the HTTP address and lets it go, so that serve says at
@@ -39,10 +39,10 @@ func httpListenFailed(addr string, err error) error {
 	return &exitError{code: exitUsage, msg: err.Error()}
 }
 
-// serverStartFailed turns StartServer's error into the message a user
+// serverStartFailed turns broker.Start's error into the message a user
 // needs: a taken NATS port named with the flag that moves it.
 func serverStartFailed(err error) error {
-	var le *bus.ListenError
+	var le *broker.ListenError
 	if errors.As(err, &le) && le.Route {
 		return listenFailed("nats cluster", "--cluster-addr", le.Addr, le.Err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentbus/agentbus/broker"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/internal/natsauth"
 )
@@ -94,7 +95,7 @@ func TestNatsConfigRendersAWorkingConfiguration(t *testing.T) {
 		t.Errorf("the second run changed acme.client's password (%v)", err)
 	}
 
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: filepath.Join(dir, "data"), Addr: "127.0.0.1:-1", ConfigFile: out})
+	srv, err := broker.Start(broker.Config{DataDir: filepath.Join(dir, "data"), Addr: "127.0.0.1:-1", ConfigFile: out})
 	if err != nil {
 		t.Fatalf("nats-server refused the rendered configuration: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbus/agentbus"
 	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/broker"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/gateway"
@@ -152,25 +153,25 @@ func serve(ctx context.Context, f serveFlags, ready func(readyInfo)) error {
 
 // server checks the stream and cluster flags and returns the embedded
 // server's settings.
-func (f serveFlags) server() (bus.ServerConfig, error) {
+func (f serveFlags) server() (broker.Config, error) {
 	if err := f.streams.check(); err != nil {
-		return bus.ServerConfig{}, err
+		return broker.Config{}, err
 	}
 	cluster, jsSync, err := f.cluster.server()
 	if err != nil {
-		return bus.ServerConfig{}, err
+		return broker.Config{}, err
 	}
 	if f.streams.replicas > 1 && !cluster.On() && f.natsConfig == "" {
-		return bus.ServerConfig{}, &exitError{code: exitUsage, msg: fmt.Sprintf("--replicas %d needs a cluster: give the embedded server --cluster-addr and --routes (or a cluster block in --nats-config)", f.streams.replicas)}
+		return broker.Config{}, &exitError{code: exitUsage, msg: fmt.Sprintf("--replicas %d needs a cluster: give the embedded server --cluster-addr and --routes (or a cluster block in --nats-config)", f.streams.replicas)}
 	}
-	return bus.ServerConfig{ConfigFile: f.natsConfig, Name: f.cluster.serverName, Cluster: cluster, Sync: jsSync}, nil
+	return broker.Config{ConfigFile: f.natsConfig, Name: f.cluster.serverName, Cluster: cluster, Sync: jsSync}, nil
 }
 
 // config is what serve runs: the embedded server as given, the built-in
 // agents (built once the bus is connected: they need it), the
 // orchestrator and the gateway, with tracing (stopTracing flushes its
 // spans).
-func (f serveFlags) config(ctx context.Context, server bus.ServerConfig, log *slog.Logger) (cfg agentbus.Config, stopTracing func(), err error) {
+func (f serveFlags) config(ctx context.Context, server broker.Config, log *slog.Logger) (cfg agentbus.Config, stopTracing func(), err error) {
 	if f.worker.capabilities == nil {
 		f.worker = defaultWorkerFlags()
 	}

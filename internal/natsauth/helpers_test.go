@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/agentbus/agentbus/broker"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/internal/natsauth"
@@ -32,7 +33,7 @@ const answerWait = 5 * time.Second
 // agentbus's streams and buckets provisioned by a system user.
 type env struct {
 	t     *testing.T
-	srv   *bus.Server
+	srv   *broker.Server
 	url   string
 	creds natsauth.Credentials
 	sys   *bus.Bus // agentbus-orchestrator
@@ -57,7 +58,7 @@ func start(t *testing.T, m *natsauth.Model) *env {
 	if err := os.WriteFile(path, conf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: filepath.Join(dir, "data"), Addr: "127.0.0.1:-1", ConfigFile: path,
+	srv, err := broker.Start(broker.Config{DataDir: filepath.Join(dir, "data"), Addr: "127.0.0.1:-1", ConfigFile: path,
 		Name: "natsauth", Logger: bustest.Logger(t)})
 	if err != nil {
 		t.Fatalf("start nats-server with the rendered configuration: %v\n%s", err, conf.String())

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/agents/echo"
+	"github.com/agentbus/agentbus/broker"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
@@ -141,7 +142,7 @@ func startIsolated(t *testing.T, tenant string) (url, user, pass string) {
 		t.Fatal(err)
 	}
 	log := bustest.Logger(t)
-	srv, err := bus.StartServer(bus.ServerConfig{DataDir: filepath.Join(dir, "data"), Addr: "127.0.0.1:-1", ConfigFile: path,
+	srv, err := broker.Start(broker.Config{DataDir: filepath.Join(dir, "data"), Addr: "127.0.0.1:-1", ConfigFile: path,
 		Name: "isolated", Logger: log})
 	if err != nil {
 		t.Fatal(err)

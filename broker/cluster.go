@@ -1,4 +1,4 @@
-package bus
+package broker
 
 import (
 	"cmp"
@@ -39,23 +39,23 @@ func (c ClusterConfig) Validate() error {
 	}
 	var errs []error
 	if c.Addr == "" {
-		errs = append(errs, errors.New("bus: cluster address: routes are set, so the server needs a route listen address HOST:PORT"))
+		errs = append(errs, errors.New("broker: cluster address: routes are set, so the server needs a route listen address HOST:PORT"))
 	} else if err := validHostPort(c.Addr, false); err != nil {
-		errs = append(errs, fmt.Errorf("bus: cluster address %q: %w", c.Addr, err))
+		errs = append(errs, fmt.Errorf("broker: cluster address %q: %w", c.Addr, err))
 	}
 	if strings.ContainsAny(c.Name, " \t.*>") {
-		errs = append(errs, fmt.Errorf("bus: cluster name %q: want one word without spaces, '.', '*' or '>'", c.Name))
+		errs = append(errs, fmt.Errorf("broker: cluster name %q: want one word without spaces, '.', '*' or '>'", c.Name))
 	}
 	for i, r := range c.Routes {
 		u, err := url.Parse(r)
 		switch {
 		case err != nil:
-			errs = append(errs, fmt.Errorf("bus: route %d %q: %w", i+1, r, err))
+			errs = append(errs, fmt.Errorf("broker: route %d %q: %w", i+1, r, err))
 		case u.Scheme != "nats" && u.Scheme != "nats-route":
-			errs = append(errs, fmt.Errorf("bus: route %d %q: want nats://HOST:PORT or nats-route://HOST:PORT", i+1, r))
+			errs = append(errs, fmt.Errorf("broker: route %d %q: want nats://HOST:PORT or nats-route://HOST:PORT", i+1, r))
 		default:
 			if err := validHostPort(u.Host, false); err != nil {
-				errs = append(errs, fmt.Errorf("bus: route %d %q: %w", i+1, r, err))
+				errs = append(errs, fmt.Errorf("broker: route %d %q: %w", i+1, r, err))
 			}
 		}
 	}
@@ -105,7 +105,7 @@ func ParseSync(s string) (SyncConfig, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		return SyncConfig{}, fmt.Errorf("bus: jetstream sync %q: want \"always\" or a positive duration such as 1s", s)
+		return SyncConfig{}, fmt.Errorf("broker: jetstream sync %q: want \"always\" or a positive duration such as 1s", s)
 	}
 	return SyncConfig{Interval: d}, nil
 }
@@ -121,9 +121,9 @@ func (c SyncConfig) String() string {
 	return "default"
 }
 
-// apply sets the cluster and sync options on opts; a cluster block from a
-// configuration file is kept where the config leaves a field empty.
-func (c ServerConfig) applyCluster(opts *server.Options) {
+// applyCluster sets the cluster and sync options on opts; a cluster block
+// from a configuration file is kept where the config leaves a field empty.
+func (c Config) applyCluster(opts *server.Options) {
 	if c.Sync.Always {
 		opts.SyncAlways = true
 		if opts.SyncInterval == 0 {

@@ -1,4 +1,4 @@
-package bus
+package broker
 
 import (
 	"cmp"
@@ -17,18 +17,18 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// ErrServerNotReady is returned when the embedded server does not accept
-// connections within ServerConfig.ReadyTimeout.
-var ErrServerNotReady = errors.New("bus: embedded nats-server not ready")
+// ErrNotReady is returned when the embedded server does not accept
+// connections within Config.ReadyTimeout.
+var ErrNotReady = errors.New("broker: embedded nats-server not ready")
 
-// ErrServerFailed is matched by StartServer's error when the embedded
-// server gave up starting (a listener it could not open, a JetStream store
+// ErrStartFailed is matched by Start's error when the embedded server
+// gave up starting (a listener it could not open, a JetStream store
 // it could not use); the message is the server's own.
-var ErrServerFailed = errors.New("bus: embedded nats-server failed to start")
+var ErrStartFailed = errors.New("broker: embedded nats-server failed to start")
 
-// ListenError is StartServer's error when the client address cannot be
-// bound, typically because another process listens there. errors.Is(err,
-// syscall.EADDRINUSE) holds for a taken port.
+// ListenError is Start's error when the client (or route) address cannot
+// be bound, typically because another process listens there.
+// errors.Is(err, syscall.EADDRINUSE) holds for a taken port.
 type ListenError struct {
 	Addr string
 	Err  error
@@ -37,7 +37,7 @@ type ListenError struct {
 	Route bool
 }
 
-// Error is "bus: nats listen 127.0.0.1:4222: address already in use".
+// Error is "broker: nats listen 127.0.0.1:4222: address already in use".
 func (e *ListenError) Error() string {
 	cause := e.Err.Error()
 	var errno syscall.Errno
@@ -48,14 +48,14 @@ func (e *ListenError) Error() string {
 	if e.Route {
 		what = "nats cluster"
 	}
-	return fmt.Sprintf("bus: %s listen %s: %s", what, e.Addr, cause)
+	return fmt.Sprintf("broker: %s listen %s: %s", what, e.Addr, cause)
 }
 
 func (e *ListenError) Unwrap() error { return e.Err }
 
-// ServerConfig configures the embedded nats-server. The zero value means
+// Config configures the embedded nats-server. The zero value means
 // defaults: data under ./data, client port 127.0.0.1:4222.
-type ServerConfig struct {
+type Config struct {
 	// DataDir holds the JetStream file store (under DataDir/jetstream).
 	DataDir string
 	// Addr is the client listen address HOST:PORT; port -1 picks a random port.
@@ -76,11 +76,11 @@ type ServerConfig struct {
 	ReadyTimeout time.Duration
 	// Logger receives the server's own log lines from the start (see
 	// LogTo); nil discards them. A fatal start-up error is returned by
-	// StartServer either way.
+	// Start either way.
 	Logger *slog.Logger
 }
 
-func (c *ServerConfig) setDefaults() {
+func (c *Config) setDefaults() {
 	if c.DataDir == "" {
 		c.DataDir = "data"
 	}
@@ -99,20 +99,20 @@ func (c *ServerConfig) setDefaults() {
 }
 
 // Validate reports every problem with the configuration at once.
-func (c ServerConfig) Validate() error {
+func (c Config) Validate() error {
 	var errs []error
 	host, port, err := net.SplitHostPort(c.Addr)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("bus: nats address %q: want HOST:PORT: %w", c.Addr, err))
+		errs = append(errs, fmt.Errorf("broker: nats address %q: want HOST:PORT: %w", c.Addr, err))
 	} else if p, err := strconv.Atoi(port); err != nil || p < -1 || p > 65535 {
-		errs = append(errs, fmt.Errorf("bus: nats address %q: port %q is not a number in [-1, 65535]", c.Addr, port))
+		errs = append(errs, fmt.Errorf("broker: nats address %q: port %q is not a number in [-1, 65535]", c.Addr, port))
 	} else if host == "" {
-		errs = append(errs, fmt.Errorf("bus: nats address %q: host is empty", c.Addr))
+		errs = append(errs, fmt.Errorf("broker: nats address %q: host is empty", c.Addr))
 	}
 	errs = append(errs, c.Cluster.Validate())
 	if c.ConfigFile != "" {
 		if _, err := os.Stat(c.ConfigFile); err != nil {
-			errs = append(errs, fmt.Errorf("bus: nats config: %w", err))
+			errs = append(errs, fmt.Errorf("broker: nats config: %w", err))
 		}
 	}
 	return errors.Join(errs...)
@@ -123,7 +123,7 @@ func (c ServerConfig) Validate() error {
 type Server struct {
 	ns       *server.Server
 	opts     *server.Options
-	cfg      ServerConfig
+	cfg      Config
 	dir      string
 	shutdown sync.Once
 	// log is where Shutdown says what it did: LogTo's logger, else the
@@ -131,9 +131,9 @@ type Server struct {
 	log *slog.Logger
 }
 
-// StartServer starts an embedded nats-server with JetStream on a file store
+// Start starts an embedded nats-server with JetStream on a file store
 // and waits until it accepts connections.
-func StartServer(cfg ServerConfig) (*Server, error) {
+func Start(cfg Config) (*Server, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -142,7 +142,7 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	if cfg.ConfigFile != "" {
 		o, err := server.ProcessConfigFile(cfg.ConfigFile)
 		if err != nil {
-			return nil, fmt.Errorf("bus: nats config %s: %w", cfg.ConfigFile, err)
+			return nil, fmt.Errorf("broker: nats config %s: %w", cfg.ConfigFile, err)
 		}
 		opts = o
 	}
@@ -150,10 +150,10 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	p, _ := strconv.Atoi(port)
 	dir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
-		return nil, fmt.Errorf("bus: data dir: %w", err)
+		return nil, fmt.Errorf("broker: data dir: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("bus: data dir: %w", err)
+		return nil, fmt.Errorf("broker: data dir: %w", err)
 	}
 	opts.Host, opts.Port = host, p
 	opts.JetStream = true
@@ -188,7 +188,7 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
-		return nil, fmt.Errorf("bus: nats-server: %w", err)
+		return nil, fmt.Errorf("broker: nats-server: %w", err)
 	}
 	log := &startLogger{fatal: make(chan string, 1)}
 	if cfg.Logger != nil {
@@ -220,14 +220,14 @@ func awaitReady(ns *server.Server, fatal <-chan string, timeout time.Duration) e
 	for {
 		select {
 		case msg := <-fatal:
-			return fmt.Errorf("%w: %s", ErrServerFailed, msg)
+			return fmt.Errorf("%w: %s", ErrStartFailed, msg)
 		default:
 		}
 		if ns.ReadyForConnections(50 * time.Millisecond) {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w within %s", ErrServerNotReady, timeout)
+			return fmt.Errorf("%w within %s", ErrNotReady, timeout)
 		}
 	}
 }
@@ -236,7 +236,7 @@ func awaitReady(ns *server.Server, fatal <-chan string, timeout time.Duration) e
 func (s *Server) ClientURL() string { return s.ns.ClientURL() }
 
 // Clustered reports whether the server routes to a cluster (from
-// ServerConfig.Cluster or the configuration file's cluster block).
+// Config.Cluster or the configuration file's cluster block).
 func (s *Server) Clustered() bool { return s.ns.ClusterName() != "" && s.cfgCluster() }
 
 func (s *Server) cfgCluster() bool { return s.opts.Cluster.Port != 0 }
@@ -255,7 +255,13 @@ func (s *Server) ClusterName() string {
 // DataDir is the absolute data directory (the JetStream store lives below it).
 func (s *Server) DataDir() string { return s.dir }
 
-// Internal returns the server for in-process connections (nats.InProcessServer).
+// InProcessConn opens a connection to the server without a socket; it
+// makes *Server a nats.InProcessConnProvider, which is how bus.Config's
+// InProcess connects to it without bus linking the server.
+func (s *Server) InProcessConn() (net.Conn, error) { return s.ns.InProcessConn() }
+
+// Internal returns the nats-server itself, for what Server does not wrap
+// (tests ask it for the JetStream meta leader).
 func (s *Server) Internal() *server.Server { return s.ns }
 
 // LogTo routes the server's own log lines to logger at debug level (errors
@@ -293,7 +299,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // startLogger is the server's logger until LogTo: it forwards to a
 // serverLogger when there is one and hands the first fatal message to
-// StartServer (the server logs it and stops starting, never exiting the
+// Start (the server logs it and stops starting, never exiting the
 // process: NoSigs and a custom logger).
 type startLogger struct {
 	serverLogger
