@@ -45,7 +45,7 @@ web-test:
 lint:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) run ./internal/layers
+	$(GO) run ./internal/layers -deps
 	$(GO) run $(STATICCHECK) ./...
 
 ## bench: the benchmarks, each beside its baseline in the same run

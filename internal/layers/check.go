@@ -59,7 +59,7 @@ func (r result) ok() bool {
 // the cycles between groups. Allowlisted imports count as known violations
 // and are left out of the cycle search. pkgs' imports name only the
 // module's packages.
-func check(pkgs []pkg, table []layer, allow []edge) result {
+func check(pkgs []pkg, table []layer, allow []edge, apart ...string) result {
 	r := result{layers: len(table)}
 	at := map[string]placement{}
 	groups := map[string]bool{}
@@ -93,7 +93,7 @@ func check(pkgs []pkg, table []layer, allow []edge) result {
 			}
 			r.imports++
 			e := edge{p.path, imp}
-			if to.layer > from.layer {
+			if to.layer > from.layer || from.group != to.group && slices.Contains(apart, from.group) && slices.Contains(apart, to.group) {
 				v := violation{e, from.layer, to.layer}
 				if allowed[e] {
 					seen[e] = true

@@ -72,9 +72,11 @@ func run(w io.Writer, verbose, deps bool) int {
 		pkgs = append(pkgs, q)
 	}
 
-	r := check(pkgs, layers, allowed)
+	r := check(pkgs, layers, allowed, apart...)
 	report(w, r, module, verbose)
+	linked := false
 	if deps {
+		// The SDK and the worker runtime never link a server (STYLE.md 13).
 		for _, target := range []string{"./client", "./agents"} {
 			line, err := depsLine(target)
 			if err != nil {
@@ -82,9 +84,10 @@ func run(w io.Writer, verbose, deps bool) int {
 				return 2
 			}
 			fmt.Fprintln(w, line)
+			linked = linked || strings.Contains(line, "nats-server: yes")
 		}
 	}
-	if !r.ok() {
+	if !r.ok() || linked {
 		return 1
 	}
 	return 0
