@@ -194,9 +194,9 @@ func (r *run) next(rng *rand.Rand) workflow.Input {
 }
 
 func TestApplyProperties(t *testing.T) {
-	runs := 3000
+	runs := 800
 	if testing.Short() {
-		runs = 500
+		runs = 200
 	}
 	for seed := range uint64(runs) {
 		rng := rand.New(rand.NewPCG(seed, 22))
