@@ -17,7 +17,7 @@ type layer struct {
 // else to the longer tree.
 var layers = []layer{
 	{role: "leaves: names on the wire, schemas, query reading, process plumbing, model and search clients; the standard library and their own libraries only",
-		patterns: []string{"schemas", "subjects", "querykind", "internal/datadir", "internal/natsauth", "internal/telemetry", "internal/spans", "llm", "retrieval/..."}},
+		patterns: []string{"schemas", "subjects", "querykind", "internal/datadir", "internal/natsauth", "internal/telemetry", "internal/spans", "llm/...", "retrieval/..."}},
 	{role: "the wire: CloudEvent types, payloads, encode and decode",
 		patterns: []string{"events"}},
 	{role: "the engine: checkpoint and task types, states, the pure Apply",
