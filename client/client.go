@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentbus/agentbus/gateway"
+	"github.com/agentbus/agentbus/api"
 )
 
 // Sentinel errors.
@@ -60,7 +60,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	c.URL = strings.TrimRight(c.URL, "/")
-	c.Tenant = cmp.Or(c.Tenant, gateway.DefaultTenant)
+	c.Tenant = cmp.Or(c.Tenant, api.DefaultTenant)
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{}
 	}
@@ -144,9 +144,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte) (*htt
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set(gateway.TenantHeader, c.cfg.Tenant)
+	req.Header.Set(api.TenantHeader, c.cfg.Tenant)
 	if c.cfg.User != "" {
-		req.Header.Set("X-Agentbus-User", c.cfg.User)
+		req.Header.Set(api.UserHeader, c.cfg.User)
 	}
 	if c.cfg.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
@@ -195,7 +195,7 @@ type APIError struct {
 	Status     string
 	Code       string
 	Message    string
-	Problems   []gateway.Problem
+	Problems   []api.Problem
 	// RetryAfter is the answer's Retry-After header, if any.
 	RetryAfter string
 }
@@ -213,7 +213,7 @@ func (e *APIError) Error() string {
 
 // problemText is a problem with where it is, or its message alone when
 // it says nowhere.
-func problemText(p gateway.Problem) string {
+func problemText(p api.Problem) string {
 	if p.In == "" && p.Pointer == "" && p.Name == "" {
 		return p.Message
 	}
@@ -231,15 +231,9 @@ func (e *APIError) Is(target error) bool {
 func ReadError(resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	e := &APIError{StatusCode: resp.StatusCode, Status: resp.Status, RetryAfter: resp.Header.Get("Retry-After")}
-	var one struct {
-		Error struct {
-			Code     string            `json:"code"`
-			Message  string            `json:"message"`
-			Problems []gateway.Problem `json:"problems"`
-		} `json:"error"`
-	}
+	var one api.ErrorResponse
 	var many struct {
-		Errors []gateway.Problem `json:"errors"`
+		Errors []api.Problem `json:"errors"`
 	}
 	switch {
 	case json.Unmarshal(body, &one) == nil && one.Error.Message != "":

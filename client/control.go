@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/agentbus/agentbus/api"
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/gateway"
 )
 
 // ControlResult is the orchestrator's answer to a control action: the
@@ -17,39 +17,32 @@ type ControlResult = events.ControlResult
 // no step of it runs again. An action that no longer applies (the
 // workflow ended) is an *APIError with status 409.
 func (c *Client) Cancel(ctx context.Context, workflow, reason string) (ControlResult, error) {
-	return c.control(ctx, workflow, events.ActionCancel, gateway.ControlRequest{Reason: reason})
+	return c.control(ctx, workflow, events.ActionCancel, api.ControlRequest{Reason: reason})
 }
 
 // Resume runs a failed workflow's failed steps again; completed steps
 // keep their outputs.
 func (c *Client) Resume(ctx context.Context, workflow string) (ControlResult, error) {
-	return c.control(ctx, workflow, events.ActionResume, gateway.ControlRequest{})
+	return c.control(ctx, workflow, events.ActionResume, api.ControlRequest{})
 }
 
 // Approve approves the step awaiting a decision (step "" means every
 // step that awaits one), with a comment for the record.
 func (c *Client) Approve(ctx context.Context, workflow, step, comment string) (ControlResult, error) {
 	yes := true
-	return c.control(ctx, workflow, events.ActionApprove, gateway.ControlRequest{Approve: &yes, StepID: step, Comment: comment})
+	return c.control(ctx, workflow, events.ActionApprove, api.ControlRequest{Approve: &yes, StepID: step, Comment: comment})
 }
 
 // Reject rejects the step awaiting a decision: the workflow ends
 // rejected.
 func (c *Client) Reject(ctx context.Context, workflow, step, comment string) (ControlResult, error) {
 	no := false
-	return c.control(ctx, workflow, events.ActionApprove, gateway.ControlRequest{Approve: &no, StepID: step, Comment: comment})
+	return c.control(ctx, workflow, events.ActionApprove, api.ControlRequest{Approve: &no, StepID: step, Comment: comment})
 }
 
-func (c *Client) control(ctx context.Context, workflow, action string, req gateway.ControlRequest) (ControlResult, error) {
+func (c *Client) control(ctx context.Context, workflow, action string, req api.ControlRequest) (ControlResult, error) {
 	if c.nc != nil {
-		ctl := events.Control{Action: action, Reason: req.Reason, StepID: req.StepID}
-		if req.Comment != "" {
-			ctl.Reason = req.Comment
-		}
-		if action == events.ActionApprove && req.Approve != nil && !*req.Approve {
-			ctl.Action = events.ActionReject
-		}
-		return c.nc.control(ctx, workflow, ctl)
+		return c.nc.control(ctx, workflow, req.Control(action))
 	}
 	var out ControlResult
 	_, err := c.retry(ctx, func() error {

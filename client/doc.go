@@ -15,4 +15,9 @@
 // the message and every problem with where it is (a JSON pointer into
 // the body, a query parameter or a header); errors.Is(err, ErrNotFound)
 // tells a 404. A Client is safe for concurrent use.
+//
+// The bodies it sends and reads are package api's wire types, the
+// gateway's own (Submission is api.SubmitRequest, Submitted
+// api.SubmitResponse); the package links neither the gateway nor a
+// server.
 package client

@@ -13,10 +13,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentbus/agentbus/api"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/gateway"
 	"github.com/agentbus/agentbus/schemas"
 	"github.com/agentbus/agentbus/subjects"
 	engine "github.com/agentbus/agentbus/workflow"
@@ -36,6 +36,9 @@ type NATSConfig struct {
 	// sessions are then the user's).
 	User string
 }
+
+// The bus publishes submissions as it is (api.Submit).
+var _ api.Publisher[bus.Published] = (*bus.Bus)(nil)
 
 // natsClient is the client's side of NATS: the bus, the tenant, and the
 // buckets and registry it reads, opened on first use.
@@ -62,7 +65,7 @@ func NewNATS(b *bus.Bus, cfg NATSConfig) (*Client, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: no bus", ErrConfig)
 	}
-	tenant := cmp.Or(cfg.Tenant, gateway.DefaultTenant)
+	tenant := cmp.Or(cfg.Tenant, api.DefaultTenant)
 	if err := subjects.ValidTenant(tenant); err != nil {
 		return nil, fmt.Errorf("%w: tenant: %w", ErrConfig, err)
 	}
@@ -98,22 +101,13 @@ func (n *natsClient) submit(ctx context.Context, s Submission, fork *events.Fork
 	} else if !errors.Is(err, ErrNotFound) {
 		return Submitted{}, err
 	}
-	sub := events.WorkflowSubmitted{Query: s.Query, Plan: s.Plan, Metadata: s.Metadata, TimeoutMS: s.TimeoutMS,
-		SessionID: s.SessionID, User: n.user, Fork: fork}
-	subj, err := subjects.Submit(n.tenant)
+	sub := s.Submitted()
+	sub.User, sub.Fork = n.user, fork
+	out, err := api.Submit(ctx, n.b, SourceClient, n.tenant, workflow, sub)
 	if err != nil {
-		return Submitted{}, err
-	}
-	msgID := events.SubmitKey(n.tenant, workflow)
-	env, err := events.New(events.TypeWorkflowSubmitted, msgID, SourceClient, n.tenant, workflow, "", sub)
-	if err != nil {
-		return Submitted{}, fmt.Errorf("client: %w", err)
-	}
-	if _, err := n.b.Publish(ctx, subj, env, msgID); err != nil {
 		return Submitted{}, fmt.Errorf("client: submit %s: %w", workflow, err)
 	}
-	evSubj, _ := subjects.Events(n.tenant, workflow)
-	return Submitted{WorkflowID: workflow, TenantID: n.tenant, Status: "queued", EventsSubject: evSubj}, nil
+	return out, nil
 }
 
 // invalid turns a schema refusal into the *APIError the gateway would
@@ -124,9 +118,7 @@ func invalid(err error) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	e := &APIError{StatusCode: http.StatusBadRequest, Status: "400 Bad Request", Code: "invalid_request", Message: "invalid request body"}
-	for _, p := range ve.Problems {
-		e.Problems = append(e.Problems, gateway.Problem{In: gateway.InBody, Pointer: p.Pointer, Message: p.Message})
-	}
+	e.Problems = api.BodyProblems(ve.Problems)
 	return e
 }
 

@@ -2,11 +2,11 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
 
+	"github.com/agentbus/agentbus/api"
 	"github.com/agentbus/agentbus/discovery"
 	engine "github.com/agentbus/agentbus/workflow"
 )
@@ -27,19 +27,9 @@ func (c *Client) State(ctx context.Context, workflow string) (State, error) {
 
 // Revision is one kept checkpoint revision of a workflow: the KV
 // revision (what Fork takes), "superseded" or the workflow's status then
-// ("active", "completed", "failed"), and the checkpoint.
-type Revision struct {
-	Revision   uint64          `json:"revision"`
-	Status     string          `json:"checkpoint_status"`
-	Checkpoint json.RawMessage `json:"checkpoint"`
-}
-
-// State decodes the revision's checkpoint.
-func (r Revision) State() (State, error) {
-	var s State
-	err := json.Unmarshal(r.Checkpoint, &s)
-	return s, err
-}
+// ("active", "completed", "failed"), and the checkpoint; its State method
+// decodes the checkpoint.
+type Revision = api.Revision
 
 // Checkpoints lists a workflow's kept checkpoint revisions, oldest first
 // (GET /v1/workflows/{id}/checkpoints).

@@ -9,19 +9,19 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentbus/agentbus/api"
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/gateway"
 )
 
 // Submission is a workflow to start: a query the orchestrator plans, an
 // explicit plan, or both (the plan wins; the query is kept for context).
 // It is POST /v1/workflows's body.
-type Submission = gateway.SubmitRequest
+type Submission = api.SubmitRequest
 
 // Submitted is the gateway's answer to a submission: the workflow's id,
 // its tenant, whether an orchestrator recorded it ("accepted") or not
 // yet ("queued"), and where to follow it.
-type Submitted = gateway.SubmitResponse
+type Submitted = api.SubmitResponse
 
 // Submit starts a workflow. The answer comes once an orchestrator
 // recorded it (or after the gateway's accept timeout, status "queued");
@@ -51,7 +51,7 @@ func (c *Client) Submit(ctx context.Context, s Submission) (Submitted, error) {
 	var ae *APIError
 	if retried && errors.As(err, &ae) && ae.StatusCode == http.StatusConflict && ae.Code == "exists" {
 		base := "/v1/workflows/" + url.PathEscape(s.WorkflowID)
-		return Submitted{WorkflowID: s.WorkflowID, TenantID: c.cfg.Tenant, Status: "accepted",
+		return Submitted{WorkflowID: s.WorkflowID, TenantID: c.cfg.Tenant, Status: api.StatusAccepted,
 			EventsURL: base + "/events", StateURL: base}, nil
 	}
 	return out, err
@@ -74,6 +74,6 @@ func (c *Client) Fork(ctx context.Context, workflow string, revision uint64, new
 	}
 	var out Submitted
 	err := c.call(ctx, http.MethodPost, "/v1/workflows/"+url.PathEscape(workflow)+"/fork",
-		gateway.ForkRequest{Revision: revision, WorkflowID: newID}, http.StatusAccepted, &out)
+		api.ForkRequest{Revision: revision, WorkflowID: newID}, http.StatusAccepted, &out)
 	return out, err
 }

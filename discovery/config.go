@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentbus/agentbus/bus"
-	"github.com/agentbus/agentbus/llm"
+	"github.com/agentbus/agentbus/llm/vector"
 )
 
 // Config configures a Registry. The zero value of every field but Bus means
@@ -16,10 +16,10 @@ type Config struct {
 	Bus *bus.Bus
 	// Embedder embeds queries, and the cards of agents registered with
 	// another embedder (once each: the vectors are cached by text); default
-	// llm.LocalEmbedder. Readers should use the embedder the workers were
+	// vector.LocalEmbedder. Readers should use the embedder the workers were
 	// started with (--embed-url), so that stored vectors are used as they
 	// are.
-	Embedder llm.Embedder
+	Embedder vector.Embedder
 	// Margin is how close two similarity scores must be for health and
 	// load to decide between them (see Match.Rank); default DefaultMargin.
 	// Negative turns the preference off: matches rank by similarity alone.
@@ -41,7 +41,7 @@ const DefaultK = 5
 
 func (c *Config) setDefaults() {
 	if c.Embedder == nil {
-		c.Embedder = llm.LocalEmbedder{}
+		c.Embedder = vector.LocalEmbedder{}
 	}
 	if c.Margin == 0 {
 		c.Margin = DefaultMargin

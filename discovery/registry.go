@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbus/agentbus/bus"
-	"github.com/agentbus/agentbus/llm"
+	"github.com/agentbus/agentbus/llm/vector"
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -24,7 +24,7 @@ import (
 type Registry struct {
 	cfg      Config
 	kv       *bus.KV
-	embedder llm.Embedder
+	embedder vector.Embedder
 	now      func() time.Time
 	idx      *index
 
@@ -40,9 +40,9 @@ type Registry struct {
 	embedMu sync.Mutex
 }
 
-// New opens the registry with embedder (nil means llm.LocalEmbedder); see
+// New opens the registry with embedder (nil means vector.LocalEmbedder); see
 // Open.
-func New(ctx context.Context, b *bus.Bus, embedder llm.Embedder) (*Registry, error) {
+func New(ctx context.Context, b *bus.Bus, embedder vector.Embedder) (*Registry, error) {
 	return Open(ctx, Config{Bus: b, Embedder: embedder})
 }
 
@@ -63,7 +63,7 @@ func Open(ctx context.Context, cfg Config) (*Registry, error) {
 }
 
 // Embedder is the embedder queries are embedded with.
-func (r *Registry) Embedder() llm.Embedder { return r.embedder }
+func (r *Registry) Embedder() vector.Embedder { return r.embedder }
 
 // Put stores a registration that expires unless put again within ttl.
 func (r *Registry) Put(ctx context.Context, reg Registration, ttl time.Duration) error {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/viterin/vek/vek32"
 
-	"github.com/agentbus/agentbus/llm"
+	"github.com/agentbus/agentbus/llm/vector"
 )
 
 // How matches rank. Similarity picks the agents that fit a query; among
@@ -156,11 +156,11 @@ func (ix *index) top(q []float32, k int, now time.Time, margin float64) []Match 
 		}
 	} else {
 		for _, a := range ix.rows {
-			consider(a, llm.Cosine(q, a.vec))
+			consider(a, vector.Cosine(q, a.vec))
 		}
 	}
 	for _, a := range ix.odd {
-		consider(a, llm.Cosine(q, a.vec))
+		consider(a, vector.Cosine(q, a.vec))
 	}
 	out := make([]Match, 0, len(t.h))
 	for _, c := range t.sorted() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 
+	"github.com/agentbus/agentbus/api"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
@@ -153,13 +154,7 @@ func (g *Gateway) startTask(ctx context.Context, tenant, workflow, idAt string, 
 		sub.SessionID = contextID
 	}
 	sub.User = userOf(ctx)
-	subj, _ := subjects.Submit(tenant)
-	msgID := events.SubmitKey(tenant, workflow)
-	env, err := events.New(events.TypeWorkflowSubmitted, msgID, events.SourceGateway, tenant, workflow, "", sub)
-	if err == nil {
-		err = g.store(ctx, subj, env, msgID)
-	}
-	if err != nil {
+	if _, err := api.Submit(ctx, storer{g}, events.SourceGateway, tenant, workflow, sub); err != nil {
 		g.log.Error("a2a submit", "tenant", tenant, "workflow", workflow, "err", err)
 		return nil, rpcErr(rpcInternalError, "", "could not store the submission: %v", err)
 	}

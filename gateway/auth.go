@@ -362,12 +362,6 @@ func (g *Gateway) mayControl(r *http.Request) bool {
 	return p.role != RoleViewer
 }
 
-// UserHeader names the user a request acts for when the token does not
-// (an admin token, or auth off): its submissions run for that user and it
-// sees that user's workflows and sessions only. A client or viewer token's
-// own user, if any, always wins and the header is ignored for it.
-const UserHeader = "X-Agentbus-User"
-
 // user returns the request's user ("" for none): its token's, or the
 // X-Agentbus-User header's for an admin token or with auth off; a bad
 // header is a 400.

@@ -16,16 +16,6 @@ import (
 	"github.com/agentbus/agentbus/subjects"
 )
 
-// ControlRequest is the body of POST …/cancel, …/resume and …/approve
-// (schema control.request); every field is optional.
-type ControlRequest struct {
-	Reason  string `json:"reason,omitempty"`
-	Comment string `json:"comment,omitempty"`
-	// Approve decides an approval: true approves (the default), false rejects.
-	Approve *bool  `json:"approve,omitempty"`
-	StepID  string `json:"step_id,omitempty"`
-}
-
 // body reads and validates a JSON body against schema (an empty body is
 // "{}"), writing 400/413 on failure.
 func (g *Gateway) body(w http.ResponseWriter, r *http.Request, schema string, v any) bool {
@@ -87,13 +77,7 @@ func (g *Gateway) control(action string) http.HandlerFunc {
 			return
 		}
 		id := r.PathValue("id")
-		c := events.Control{Action: action, Reason: req.Reason, StepID: req.StepID}
-		if req.Comment != "" {
-			c.Reason = req.Comment
-		}
-		if action == events.ActionApprove && req.Approve != nil && !*req.Approve {
-			c.Action = events.ActionReject
-		}
+		c := req.Control(action)
 		subj, _ := subjects.Control(tenant, id)
 		env, err := events.New(events.TypeControl, newWorkflowID(), events.SourceGateway, tenant, id, c.StepID, c)
 		if err != nil {

@@ -3,26 +3,19 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/agentbus/agentbus/api"
 )
 
-// apiError is the body of every error answer of the HTTP API (not of
-// JSON-RPC, which has its own): {"error": {"code", "message", "problems"}}.
-// Code is a stable word a program may switch on, Message a sentence for a
-// person, Problems what exactly was wrong with the request, if anything
-// was.
-type apiError struct {
-	Code     string    `json:"code"`
-	Message  string    `json:"message"`
-	Problems []Problem `json:"problems,omitempty"`
-}
-
+// writeError answers status with the API's error body,
+// {"error": {"code", "message", "problems"}} (api.ErrorResponse).
 func writeError(w http.ResponseWriter, status int, e apiError) {
 	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		// Every 503 is something that comes back (a stream electing a
 		// leader, no orchestrator yet): say when to try again.
 		w.Header().Set("Retry-After", RetryAfterSeconds)
 	}
-	writeJSON(w, status, map[string]apiError{"error": e})
+	writeJSON(w, status, api.ErrorResponse{Error: e})
 }
 
 // RetryAfterSeconds is the Retry-After of the gateway's 503 answers: a

@@ -21,13 +21,6 @@ import (
 	"github.com/agentbus/agentbus/subjects"
 )
 
-// TenantHeader names the tenant of a request until token authentication
-// lands; absent means DefaultTenant.
-const TenantHeader = "X-Agentbus-Tenant"
-
-// DefaultTenant is the tenant of requests that name none.
-const DefaultTenant = "default"
-
 // Config configures a Gateway. The zero value of every field but Bus means
 // its default.
 type Config struct {

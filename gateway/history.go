@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/agentbus/agentbus/api"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/schemas"
@@ -92,13 +93,6 @@ func (g *Gateway) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// revision is one checkpoint revision in GET …/checkpoints.
-type revision struct {
-	Revision   uint64          `json:"revision"`
-	Status     string          `json:"checkpoint_status"`
-	Checkpoint json.RawMessage `json:"checkpoint"`
-}
-
 // checkpoints answers GET /v1/workflows/{id}/checkpoints: every kept
 // revision, oldest first; the newest is "active" (or the workflow's final
 // state), the others "superseded".
@@ -116,7 +110,7 @@ func (g *Gateway) checkpointsHistory(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
 		return
 	}
-	out := make([]revision, 0, len(hist))
+	out := make([]api.Revision, 0, len(hist))
 	for i, e := range hist {
 		var cp map[string]json.RawMessage
 		if json.Unmarshal(e.Value, &cp) != nil {
@@ -127,15 +121,9 @@ func (g *Gateway) checkpointsHistory(w http.ResponseWriter, r *http.Request) {
 		_ = json.Unmarshal(cp["status"], &status)
 		st := workflow.RevisionStatus(i == len(hist)-1, status)
 		b, _ := json.Marshal(cp)
-		out = append(out, revision{Revision: e.Revision, Status: st, Checkpoint: b})
+		out = append(out, api.Revision{Revision: e.Revision, Status: st, Checkpoint: b})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"workflow_id": r.PathValue("id"), "revisions": out})
-}
-
-// ForkRequest is the body of POST /v1/workflows/{id}/fork.
-type ForkRequest struct {
-	Revision   uint64 `json:"revision"`
-	WorkflowID string `json:"workflow_id,omitempty"`
 }
 
 // fork starts a new workflow from a checkpoint revision of {id}.

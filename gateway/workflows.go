@@ -10,37 +10,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentbus/agentbus/api"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/schemas"
 	"github.com/agentbus/agentbus/subjects"
 )
-
-// SubmitRequest is the body of POST /v1/workflows (schema workflow.request).
-type SubmitRequest struct {
-	WorkflowID string            `json:"workflow_id,omitempty"`
-	Query      string            `json:"query,omitempty"`
-	Plan       *events.Plan      `json:"plan,omitempty"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
-	TimeoutMS  int64             `json:"timeout_ms,omitempty"`
-	// SessionID makes the workflow a turn of that conversation (started
-	// if new): see GET /v1/sessions/{id}.
-	SessionID string `json:"session_id,omitempty"`
-}
-
-// SubmitResponse is the answer to POST /v1/workflows.
-type SubmitResponse struct {
-	WorkflowID string `json:"workflow_id"`
-	TenantID   string `json:"tenant_id"`
-	// Status is "accepted" once an orchestrator recorded the workflow, or
-	// "queued" if none did within the accept timeout.
-	Status string `json:"status"`
-	// EventsURL streams the workflow's events (SSE); StateURL is its state.
-	EventsURL string `json:"events_url"`
-	StateURL  string `json:"state_url"`
-	// EventsSubject is where NATS clients can follow the same events.
-	EventsSubject string `json:"events_subject"`
-}
 
 func (g *Gateway) submit(w http.ResponseWriter, r *http.Request) {
 	tenant, ok := g.tenant(w, r)
@@ -77,8 +52,9 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	g.start(w, r, tenant, req.WorkflowID, events.WorkflowSubmitted{Query: req.Query, Plan: req.Plan, Metadata: req.Metadata, TimeoutMS: req.TimeoutMS,
-		SessionID: req.SessionID, User: user})
+	sub := req.Submitted()
+	sub.User = user
+	g.start(w, r, tenant, req.WorkflowID, sub)
 }
 
 // reservedWorkflowID is a path of its own under /v1/workflows.
@@ -92,8 +68,8 @@ func (g *Gateway) start(w http.ResponseWriter, r *http.Request, tenant, workflow
 }
 
 // submitWorkflow publishes a submission for a new workflow (id generated
-// if empty) and waits until an orchestrator recorded it; on a failure it
-// answers the request itself and reports false.
+// if empty; api.Submit) and waits until an orchestrator recorded it; on a
+// failure it answers the request itself and reports false.
 func (g *Gateway) submitWorkflow(w http.ResponseWriter, r *http.Request, tenant, workflow string, sub events.WorkflowSubmitted) (SubmitResponse, bool) {
 	if workflow == "" {
 		workflow = newWorkflowID()
@@ -103,42 +79,39 @@ func (g *Gateway) submitWorkflow(w http.ResponseWriter, r *http.Request, tenant,
 		writeError(w, http.StatusConflict, apiError{Code: "exists", Message: fmt.Sprintf("workflow %q already exists", workflow)})
 		return SubmitResponse{}, false
 	}
-	subj, _ := subjects.Submit(tenant)
-	msgID := events.SubmitKey(tenant, workflow)
-	env, err := events.New(events.TypeWorkflowSubmitted, msgID, events.SourceGateway, tenant, workflow, "", sub)
-	if err == nil {
-		err = g.store(r.Context(), subj, env, msgID)
-	}
+	resp, err := api.Submit(r.Context(), storer{g}, events.SourceGateway, tenant, workflow, sub)
 	if err != nil {
 		g.log.Error("submit", "tenant", tenant, "workflow", workflow, "err", err)
 		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: fmt.Sprintf(
 			"could not store the submission within %s (send it again with the same workflow_id %q: it is stored once): %v", g.cfg.StoreTimeout, workflow, err)})
 		return SubmitResponse{}, false
 	}
-	status := "accepted"
 	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.AcceptTimeout)
 	defer cancel()
-	if _, err := g.checkpoints.Wait(ctx, key); err != nil {
-		status = "queued"
+	if _, err := g.checkpoints.Wait(ctx, key); err == nil {
+		resp.Status = api.StatusAccepted
 	}
-	evSubj, _ := subjects.Events(tenant, workflow)
 	base := "/v1/workflows/" + url.PathEscape(workflow)
-	return SubmitResponse{
-		WorkflowID: workflow, TenantID: tenant, Status: status,
-		EventsURL: base + "/events", StateURL: base, EventsSubject: evSubj,
-	}, true
+	resp.EventsURL, resp.StateURL = base+"/events", base
+	return resp, true
 }
 
-// store publishes a submission with its dedup id, waiting out a stream
-// that elects a leader for up to StoreTimeout (bus.Publish tries again
-// with the same id, so it is stored once).
-func (g *Gateway) store(ctx context.Context, subj string, env events.Envelope, msgID string) error {
-	ctx, cancel := context.WithTimeout(ctx, g.cfg.StoreTimeout)
+// storer is the Publisher of the gateway's submissions (api.Submit): it
+// publishes with the dedup id, waiting out a stream that elects a leader
+// for up to StoreTimeout (bus.Publish tries again with the same id, so it
+// is stored once), in a producer span (trace.go).
+type storer struct{ g *Gateway }
+
+var _ api.Publisher[bus.Published] = storer{}
+
+// Publish publishes env to subj with dedup id msgID.
+func (s storer) Publish(ctx context.Context, subj string, env events.Envelope, msgID string) (bus.Published, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.g.cfg.StoreTimeout)
 	defer cancel()
-	sent := g.sendSpan(ctx, subj, &env)
-	_, err := g.bus.Publish(ctx, subj, env, msgID)
+	sent := s.g.sendSpan(ctx, subj, &env)
+	p, err := s.g.bus.Publish(ctx, subj, env, msgID)
 	sent(err)
-	return err
+	return p, err
 }
 
 // newWorkflowID returns a time-ordered UUID (v7), a valid workflow token.

@@ -11,9 +11,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/agentbus/agentbus/api"
 	sdk "github.com/agentbus/agentbus/client"
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/gateway"
 	"github.com/agentbus/agentbus/schemas"
 	"github.com/agentbus/agentbus/subjects"
 )
@@ -25,7 +25,7 @@ type clientFlags struct {
 
 func (f *clientFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.url, "url", "http://127.0.0.1:8080", "agentbus gateway URL")
-	cmd.Flags().StringVar(&f.tenant, "tenant", gateway.DefaultTenant, "tenant id")
+	cmd.Flags().StringVar(&f.tenant, "tenant", api.DefaultTenant, "tenant id")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print each event as one JSON line")
 	cmd.Flags().StringVar(&f.token, "token", "", "bearer token (when the gateway has auth on); also AGENTBUS_TOKEN")
 }
@@ -42,7 +42,7 @@ func newAsk() *cobra.Command {
 			"Exit status: 0 completed, 1 failed, 2 canceled, 3 usage or connection error.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := gateway.SubmitRequest{}
+			req := api.SubmitRequest{}
 			if len(args) == 1 {
 				req.Query = args[0]
 			}

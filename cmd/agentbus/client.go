@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbus/agentbus/api"
 	sdk "github.com/agentbus/agentbus/client"
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/gateway"
 	engine "github.com/agentbus/agentbus/workflow"
 )
 
@@ -61,10 +61,10 @@ func (c *client) do(ctx context.Context, method, path string, body []byte) (*htt
 // JSON pointer into the body).
 func apiErr(resp *http.Response) error { return sdk.ReadError(resp) }
 
-func (c *client) submit(ctx context.Context, req gateway.SubmitRequest) (gateway.SubmitResponse, error) {
+func (c *client) submit(ctx context.Context, req api.SubmitRequest) (api.SubmitResponse, error) {
 	s, err := c.sdk()
 	if err != nil {
-		return gateway.SubmitResponse{}, err
+		return api.SubmitResponse{}, err
 	}
 	return s.Submit(ctx, req)
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentbus/agentbus/api"
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/gateway"
 )
 
 // newControl builds `cancel`, `resume` and `approve`: each posts to the
@@ -16,7 +16,7 @@ import (
 // 1 when it did not apply (e.g. the workflow already ended), 3 on error.
 func newControl(action, short string) *cobra.Command {
 	var f clientFlags
-	var req gateway.ControlRequest
+	var req api.ControlRequest
 	var reject bool
 	cmd := &cobra.Command{
 		Use:   action + " [flags] WORKFLOW_ID",

@@ -116,8 +116,12 @@ func report(w io.Writer, r result, module string, verbose bool) {
 			len(r.violations), len(r.stale), len(r.unplaced), len(r.cycles))
 		return
 	}
-	fmt.Fprintf(w, "layers: OK: %d packages in %d groups over %d layers, %d imports between them: no cycle, no upward import but %d allowlisted (#22)\n",
-		r.packages, r.groups, r.layers, r.imports, len(r.known))
+	but := ""
+	if len(r.known) > 0 {
+		but = fmt.Sprintf(" but %d allowlisted (#22)", len(r.known))
+	}
+	fmt.Fprintf(w, "layers: OK: %d packages in %d groups over %d layers, %d imports between them: no cycle, no upward import%s\n",
+		r.packages, r.groups, r.layers, r.imports, but)
 }
 
 // depsLine runs `go list -deps` on target and says how many packages it
