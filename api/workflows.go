@@ -17,6 +17,9 @@ type SubmitRequest struct {
 	Plan       *events.Plan      `json:"plan,omitempty"`
 	Metadata   map[string]string `json:"metadata,omitempty"`
 	TimeoutMS  int64             `json:"timeout_ms,omitempty"`
+	// Priority (1–5, default 3) orders the workflow's steps among its
+	// tenant's steps waiting for a busy capability: 5 first.
+	Priority int `json:"priority,omitempty"`
 	// SessionID makes the workflow a turn of that conversation (started
 	// if new): see GET /v1/sessions/{id}.
 	SessionID string `json:"session_id,omitempty"`
@@ -27,7 +30,7 @@ type SubmitRequest struct {
 // the caller sets them.
 func (r SubmitRequest) Submitted() events.WorkflowSubmitted {
 	return events.WorkflowSubmitted{Query: r.Query, Plan: r.Plan, Metadata: r.Metadata, TimeoutMS: r.TimeoutMS,
-		SessionID: r.SessionID}
+		Priority: r.Priority, SessionID: r.SessionID}
 }
 
 // The Status of a SubmitResponse.

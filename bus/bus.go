@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -49,6 +50,8 @@ type Bus struct {
 	electionWait time.Duration
 	// objects is the uploads object store once opened (uploads.go).
 	objects objectStoreCache
+	// queues holds the queue consumers made so far, by name (queue.go).
+	queues sync.Map
 }
 
 // ErrUnreachable is matched by Connect's error when no NATS server

@@ -41,6 +41,10 @@ type WorkflowSubmitted struct {
 	// TimeoutMS bounds the whole workflow: past it, it fails with code
 	// "timeout" and its running steps are canceled.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Priority orders the workflow's steps among its tenant's queued
+	// steps when flow control holds them: PriorityHighest first; 0 is
+	// PriorityDefault.
+	Priority int `json:"priority,omitempty"`
 	// SessionID makes the workflow a turn of a conversation (A2A's
 	// contextId): earlier turns reach its steps as Conversation, and its
 	// answer is kept as the session's next turn. A subject token.
@@ -49,6 +53,13 @@ type WorkflowSubmitted struct {
 	// names one: memory and sessions are kept per user. A subject token.
 	User string `json:"user,omitempty"`
 }
+
+// Priorities of a workflow's steps among its tenant's queued steps.
+const (
+	PriorityLowest  = 1
+	PriorityDefault = 3
+	PriorityHighest = 5
+)
 
 // Deadline is the data of TypeDeadline.
 type Deadline struct {

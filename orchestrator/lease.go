@@ -170,13 +170,26 @@ func (o *Orchestrator) examine(ctx context.Context, cp *wf.Checkpoint, step stri
 		}
 	} else {
 		// Where the request is stored is not known (the write that would
-		// have noted it lost a race): look for it among the capability's
-		// queued requests; past the limit, the queue is busy, not lost.
+		// have noted it lost a race, or it was parked): look for it first
+		// in the capability's queue, where it waits for its turn (flow
+		// control, admission.go), then among the capability's queued
+		// requests. In that order, because the admission publishes a
+		// request on the step subject before it removes it from the queue.
+		// Past the limit, a queue is busy, not lost.
+		match := func(id string) bool { return id == key }
+		qsubj, err := subjects.Queue(cp.TenantID, t.Capability, cp.EffectivePriority())
+		if err != nil {
+			return settled, err
+		}
+		found, complete, err := o.bus.FindMsgID(ctx, subjects.StreamQueue, qsubj, match, searchLimit)
+		if err != nil || found || !complete {
+			return alive, err
+		}
 		subj, err := subjects.Step(cp.TenantID, t.Capability)
 		if err != nil {
 			return settled, err
 		}
-		found, complete, err := o.bus.FindMsgID(ctx, subjects.StreamSteps, subj, func(id string) bool { return id == key }, searchLimit)
+		found, complete, err = o.bus.FindMsgID(ctx, subjects.StreamSteps, subj, match, searchLimit)
 		if err != nil || found || !complete {
 			return alive, err
 		}

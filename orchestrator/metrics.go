@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/workflow"
@@ -42,6 +43,10 @@ const (
 //	agentbus_orchestrator_recoveries_total{kind}                      what the reconciler recovered: submission (started from
 //	                                                                  the stream), stepdown, redispatch (recover.go), lost
 //	agentbus_orchestrator_planner_fallbacks_total                     LLM plans that fell back to the heuristic planner
+//	agentbus_orchestrator_flow_queued_steps{tenant,capability}        steps waiting for admission to a busy capability (admission.go),
+//	                                                                  as the admission loop last counted them
+//	agentbus_orchestrator_flow_admitted_total{tenant,capability}      steps admitted from the queue
+//	agentbus_orchestrator_flow_wait_seconds{tenant,capability}        histogram: an admitted step's wait in the queue
 //	agentbus_registry_instances{health}                               agent instances in the registry by health (read on
 //	                                                                  scrape, cached a few seconds)
 //
@@ -61,6 +66,13 @@ type Metrics struct {
 	recoveries       *prometheus.CounterVec
 	plannerFallbacks prometheus.Counter
 	instances        *instances
+	flowQueued       *prometheus.GaugeVec
+	flowAdmitted     *prometheus.CounterVec
+	flowWait         *prometheus.HistogramVec
+	// flowSeen is which queued gauges were set, so that a queue emptied
+	// reads 0 rather than its last count.
+	flowMu   sync.Mutex
+	flowSeen map[[2]string]bool
 }
 
 // buckets span an offline step (sub-millisecond) to a long LLM workflow.
@@ -92,9 +104,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Queries the LLM planner could not plan, planned by its fallback."}),
 		instances: &instances{desc: prometheus.NewDesc("agentbus_registry_instances",
 			"Agent instances in the registry by health (healthy, unhealthy, unreachable).", []string{"health"}, nil)},
+		flowQueued: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "flow_queued_steps",
+			Help: "Steps waiting for admission to a busy capability, by tenant and capability."}, []string{"tenant", "capability"}),
+		flowAdmitted: count("flow_admitted_total", "Steps admitted from their capability's queue, by tenant and capability.", "tenant", "capability"),
+		flowWait:     hist("flow_wait_seconds", "Admitted steps' wait in their capability's queue, by tenant and capability.", "tenant", "capability"),
+		flowSeen:     map[[2]string]bool{},
 	}
 	for _, c := range []prometheus.Collector{m.started, m.finished, m.duration, m.phases, m.steps, m.stepQueue, m.stepRun,
-		m.stepFallbacks, m.redispatches, m.recoveries, m.plannerFallbacks, m.instances} {
+		m.stepFallbacks, m.redispatches, m.recoveries, m.plannerFallbacks, m.instances, m.flowQueued, m.flowAdmitted, m.flowWait} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -156,6 +173,37 @@ func (m *Metrics) observe(ctx context.Context, cp *workflow.Checkpoint, eff work
 			observe(ctx, m.phases.WithLabelValues(phase), ms/1000)
 		}
 	}
+}
+
+// queued sets the queued-steps gauges from an admission round's count.
+func (m *Metrics) queued(ws []bus.Waiting) {
+	if m == nil {
+		return
+	}
+	sums := map[[2]string]float64{}
+	for _, w := range ws {
+		sums[[2]string{w.Tenant, w.Capability}] += float64(w.Count)
+	}
+	m.flowMu.Lock()
+	defer m.flowMu.Unlock()
+	for k := range m.flowSeen {
+		if _, ok := sums[k]; !ok {
+			m.flowQueued.WithLabelValues(k[0], k[1]).Set(0)
+		}
+	}
+	for k, n := range sums {
+		m.flowSeen[k] = true
+		m.flowQueued.WithLabelValues(k[0], k[1]).Set(n)
+	}
+}
+
+// admitted counts a step admitted after waiting in its queue.
+func (m *Metrics) admitted(tenant, capability string, wait time.Duration) {
+	if m == nil {
+		return
+	}
+	m.flowAdmitted.WithLabelValues(tenant, capability).Inc()
+	m.flowWait.WithLabelValues(tenant, capability).Observe(wait.Seconds())
 }
 
 // recovered counts one recovery of the reconciler.

@@ -105,6 +105,12 @@ type Config struct {
 	// query (an LLM); its answer is checked and the deterministic
 	// resolution stands in when it fails. Default: deterministic only.
 	Rewriter Completer
+	// TenantWeights are the tenants' shares of a busy capability (flow
+	// control, admission.go); a tenant not named has weight 1.
+	TenantWeights map[string]int
+	// FlowControlOff dispatches every ready step at once, as before flow
+	// control: a tenant's backlog then delays every other tenant behind it.
+	FlowControlOff bool
 }
 
 func (c *Config) setDefaults() {
@@ -192,6 +198,8 @@ type Orchestrator struct {
 	log         *slog.Logger
 	checkpoints *bus.KV
 	controls    *bus.KV
+	leases      *bus.KV
+	admission   *admission // nil when flow control is off
 	scan        *scanner
 	tracer      trace.Tracer
 	sessions    *sessions.Store
@@ -226,6 +234,9 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: %w", err)
 	}
+	if err := cfg.Bus.EnsureQueue(ctx); err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
 	if cfg.Registry == nil {
 		if cfg.Registry, err = discovery.New(ctx, cfg.Bus, nil); err != nil {
 			return nil, fmt.Errorf("orchestrator: %w", err)
@@ -252,7 +263,10 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		}
 	}
 	o := &Orchestrator{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "orchestrator"), checkpoints: kv, controls: ctl,
-		sessions: cfg.Sessions}
+		leases: leases, sessions: cfg.Sessions}
+	if !cfg.FlowControlOff {
+		o.admission = newAdmission(o)
+	}
 	o.backgroundCtx, o.cancelBackground = context.WithCancel(context.WithoutCancel(ctx))
 	o.scan = newScanner(o, leases)
 	o.tracer = cfg.TracerProvider.Tracer(tracerName)
@@ -293,6 +307,10 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	if o.cfg.StepLease > 0 {
 		wg.Add(1)
 		go func() { defer wg.Done(); o.scan.run(ctx) }()
+	}
+	if o.admission != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); o.admission.run(ctx) }()
 	}
 	wg.Wait()
 	o.cancelBackground()

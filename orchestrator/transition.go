@@ -22,9 +22,10 @@ import (
 // past it the delivery is naked and retried later.
 const maxConflicts = 32
 
-// policy is what the engine needs of the configuration.
-func (o *Orchestrator) policy() workflow.Policy {
-	return workflow.Policy{ApprovalThreshold: o.cfg.ApprovalThreshold, StepLease: o.cfg.StepLease}
+// policy is what the engine needs of the configuration and, for flow
+// control, of the load of the workflow's capabilities.
+func (o *Orchestrator) policy(cp *workflow.Checkpoint) workflow.Policy {
+	return workflow.Policy{ApprovalThreshold: o.cfg.ApprovalThreshold, StepLease: o.cfg.StepLease, Park: o.admission.park(cp)}
 }
 
 func (o *Orchestrator) load(ctx context.Context, tenant, wf string) (*workflow.Checkpoint, uint64, error) {
@@ -64,7 +65,7 @@ type applied struct {
 // begin applies an input to a new workflow's checkpoint (Planned, Forked,
 // Malformed): the checkpoint create then stores it.
 func (o *Orchestrator) begin(cp *workflow.Checkpoint, in workflow.Input) (workflow.Effects, []trace.Span, error) {
-	eff, err := workflow.Apply(cp, in, time.Now(), o.policy())
+	eff, err := workflow.Apply(cp, in, time.Now(), o.policy(cp))
 	if err != nil {
 		return eff, nil, err
 	}
@@ -103,6 +104,7 @@ func (o *Orchestrator) create(ctx context.Context, cp *workflow.Checkpoint, eff 
 		o.stored(cp, eff, spans)
 		err = o.flush(ctx, key, cp, rev)
 		stripe.Unlock()
+		o.admitted(eff)
 		return err
 	}
 	stripe.Unlock()
@@ -178,7 +180,7 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 		var eff workflow.Effects
 		err = workflow.ErrStale
 		if in != nil {
-			eff, err = workflow.Apply(cp, in, time.Now(), o.policy())
+			eff, err = workflow.Apply(cp, in, time.Now(), o.policy(cp))
 		}
 		if refused := errors.Is(err, workflow.ErrStale) || errors.Is(err, workflow.ErrIllegal); refused && in != nil && (fromCache || !leader) {
 			// Decided again on the stored checkpoint, read from the leader:
@@ -229,7 +231,9 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 		}
 		o.cfg.Metrics.observe(ctx, cp, eff)
 		o.stored(cp, eff, spans)
-		return applied{Effects: eff, Status: cp.Status}, o.flush(ctx, key, cp, rev)
+		err = o.flush(ctx, key, cp, rev)
+		o.admitted(eff)
+		return applied{Effects: eff, Status: cp.Status}, err
 	}
 	return applied{}, fmt.Errorf("orchestrator: checkpoint %s: %w after %d attempts", key, bus.ErrConflict, maxConflicts)
 }
@@ -322,8 +326,8 @@ func (o *Orchestrator) publish(ctx context.Context, cp *workflow.Checkpoint) err
 		return err
 	}
 	for i, m := range cp.Outbox {
-		if m.Type != events.TypeStepRequested {
-			continue
+		if _, _, _, err := subjects.ParseQueue(m.Subject); m.Type != events.TypeStepRequested || err == nil {
+			continue // a parked request's sequence is in the queue, not AGENTBUS_STEPS
 		}
 		if t, ok := cp.Tasks[m.StepID]; ok && m.MsgID == events.StepKey(cp.TenantID, cp.WorkflowID, m.StepID, t.Attempt) {
 			t.StepSeq = acks[i].Sequence
@@ -350,4 +354,22 @@ func envelopes(cp *workflow.Checkpoint, msgs []workflow.Outgoing) []bus.Message 
 		}
 	}
 	return batch
+}
+
+// admitted tells flow control what a stored transition did: a step
+// request parked in a queue wakes the admission, a step finished frees a
+// slot for the next one waiting.
+func (o *Orchestrator) admitted(eff workflow.Effects) {
+	for _, d := range eff.Dispatches {
+		if d.Parked {
+			o.admission.nudge()
+			return
+		}
+	}
+	for _, tr := range eff.Transitions {
+		if tr.Cause == workflow.CauseReply {
+			o.admission.freed()
+			return
+		}
+	}
 }

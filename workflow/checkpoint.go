@@ -40,6 +40,10 @@ type Checkpoint struct {
 	// to every step; Session is the conversation it is a turn of.
 	User    string        `json:"user,omitempty"`
 	Session *SessionState `json:"session,omitempty"`
+	// Priority (1–5) orders the workflow's steps among its tenant's
+	// steps waiting for a busy capability; 0 reads as
+	// events.PriorityDefault.
+	Priority int `json:"priority,omitempty"`
 	// Deadline, if set, is when the workflow fails with code "timeout".
 	Deadline *time.Time `json:"deadline,omitempty"`
 	// Canceled says why the workflow was canceled.
@@ -176,6 +180,7 @@ type Revision struct {
 type Start struct {
 	TenantID, WorkflowID, Query string
 	Metadata                    map[string]string
+	Priority                    int
 	User                        string
 	Session                     *SessionState
 	// TraceParent is the W3C context of the workflow's root span.
@@ -188,7 +193,7 @@ func New(s Start, now time.Time) *Checkpoint {
 	return &Checkpoint{
 		TenantID: s.TenantID, WorkflowID: s.WorkflowID, Query: s.Query, Status: events.StateSubmitted,
 		Tasks: map[string]*Task{}, CreatedAt: now, UpdatedAt: now, Phase: PhasePlanning,
-		Metadata: s.Metadata, User: s.User, Session: s.Session, TraceParent: s.TraceParent, TraceID: s.TraceID,
+		Metadata: s.Metadata, Priority: s.Priority, User: s.User, Session: s.Session, TraceParent: s.TraceParent, TraceID: s.TraceID,
 	}
 }
 
@@ -279,3 +284,12 @@ func RevisionStatus(newest bool, s events.State) string {
 
 // StepArtifactID is the artifact id of a step's output: "<step>.output".
 func StepArtifactID(step string) string { return step + ".output" }
+
+// EffectivePriority is the workflow's priority, its default when unset or
+// out of range.
+func (cp *Checkpoint) EffectivePriority() int {
+	if cp.Priority < events.PriorityLowest || cp.Priority > events.PriorityHighest {
+		return events.PriorityDefault
+	}
+	return cp.Priority
+}

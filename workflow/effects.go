@@ -32,6 +32,8 @@ type Effects struct {
 type Dispatch struct {
 	StepID, Capability string
 	Attempt            int
+	// Parked says the request went to the capability's queue (Policy.Park).
+	Parked bool
 	// Index is the request's place in Effects.Outbox.
 	Index int
 }
@@ -83,6 +85,12 @@ type Policy struct {
 	// MaxLost is how many attempts of a step in a row may be lost before
 	// the step fails (default 5).
 	MaxLost int
+	// Park names the capabilities that are busy (flow control): a step
+	// request of one goes to its tenant's queue of the capability, at the
+	// workflow's priority, where the capability's admission takes it in
+	// fair turn to the step subject, instead of to the step subject at
+	// once. Either way the step is working and leased from its dispatch.
+	Park map[string]bool
 }
 
 // DefaultMaxLost is Policy.MaxLost's default: a server that loses

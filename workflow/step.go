@@ -145,7 +145,11 @@ func (x *tx) dispatchReady() error {
 				return err
 			}
 			t.Since = t.Attempt
-			if err := x.emit(events.TypeStatus, s.ID, events.Status{State: events.StateWorking, StepID: s.ID, Message: "dispatched to " + t.Capability}); err != nil {
+			msg := "dispatched to " + t.Capability
+			if x.p.Park[t.Capability] {
+				msg = fmt.Sprintf("dispatched to %s, which is busy: queued for a fair turn among its tenants (priority %d)", t.Capability, x.cp.EffectivePriority())
+			}
+			if err := x.emit(events.TypeStatus, s.ID, events.Status{State: events.StateWorking, StepID: s.ID, Message: msg}); err != nil {
 				return err
 			}
 		}
@@ -157,7 +161,11 @@ func (x *tx) dispatchReady() error {
 // workflow's first, the watchdog's timer.
 func (x *tx) request(s events.PlanStep, t *Task, deps map[string]json.RawMessage, cause Cause) error {
 	cp := x.cp
+	parked := x.p.Park[t.Capability]
 	subj, err := subjects.Step(cp.TenantID, t.Capability)
+	if parked {
+		subj, err = subjects.Queue(cp.TenantID, t.Capability, cp.EffectivePriority())
+	}
 	if err != nil {
 		return err
 	}
@@ -182,7 +190,7 @@ func (x *tx) request(s events.PlanStep, t *Task, deps map[string]json.RawMessage
 			return err
 		}
 	}
-	x.eff.Dispatches = append(x.eff.Dispatches, Dispatch{StepID: s.ID, Capability: t.Capability, Attempt: t.Attempt, Index: len(x.eff.Outbox)})
+	x.eff.Dispatches = append(x.eff.Dispatches, Dispatch{StepID: s.ID, Capability: t.Capability, Attempt: t.Attempt, Parked: parked, Index: len(x.eff.Outbox)})
 	x.eff.Outbox = append(x.eff.Outbox, Outgoing{
 		Subject: subj, MsgID: events.StepKey(cp.TenantID, cp.WorkflowID, s.ID, t.Attempt),
 		Type: events.TypeStepRequested, StepID: s.ID, Time: now, Data: data,

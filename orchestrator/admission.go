@@ -1,0 +1,433 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/subjects"
+	"github.com/agentbus/agentbus/workflow"
+)
+
+// Flow control: tenants share a busy capability fairly.
+//
+// Every capability has one durable step consumer that all tenants' steps
+// enter in arrival order (workers in any language bind to it, and a
+// work-queue stream allows no second consumer over the same subjects), so
+// fairness cannot be had by reordering that queue: it is had by keeping it
+// short. A step whose capability is busy — requests already wait in
+// AGENTBUS_STEPS for a worker (Pending at least twice the workers' slots,
+// as the consumer counts them), or steps already wait for admission — is not
+// dispatched: the engine puts it in AGENTBUS_QUEUE on
+// agentbus.<tenant>.queue.<capability>.<priority> (workflow.Policy.Park)
+// and it stays submitted. One orchestrator per capability (a lease in
+// AGENTBUS_LEASES) runs the capability's admission: whenever fewer
+// requests wait than the workers' slots, it takes the next waiting step —
+// the tenant furthest behind its weighted share (virtual time: each
+// admission advances its tenant's clock by 1/weight; a tenant that had
+// nothing waiting joins at the front's clock, so no credit is hoarded),
+// within it the highest priority, with every agingEvery-th admission of a
+// tenant going to its lowest priority instead so that none starves — and
+// applies workflow.Admitted to its workflow, which dispatches it. A tenant
+// alone gets every slot: the admission never holds a step while a slot is
+// free. A capability that is not busy costs nothing: its steps are
+// dispatched at once, as before.
+
+// agingEvery is how often (in admissions of one tenant) the lowest
+// priority waiting is admitted instead of the highest.
+const agingEvery = 4
+
+// minWindow is how many requests may wait in AGENTBUS_STEPS for a
+// capability whose workers the consumer cannot count yet (none has pulled).
+const minWindow = 4
+
+// admission is an orchestrator's part in flow control: the load probes that
+// decide whether a step is parked, and the admission loops of the
+// capabilities whose lease it holds.
+type admission struct {
+	o  *Orchestrator
+	id string
+
+	mu     sync.Mutex
+	probes map[string]*probe
+	clock  map[string]map[string]float64 // capability → tenant → virtual time
+	turns  map[string]int                // tenant/capability → admissions
+	leases map[string]*admitLease        // capability → lease state
+	wake   chan struct{}
+	// waiting is set while the last round found steps waiting.
+	waiting atomic.Bool
+}
+
+// probe is a capability's load as last read.
+type probe struct {
+	at         time.Time
+	load       bus.Load
+	queued     uint64
+	refreshing bool
+}
+
+func newAdmission(o *Orchestrator) *admission {
+	return &admission{o: o, id: uuid.NewString(), probes: map[string]*probe{}, clock: map[string]map[string]float64{},
+		turns: map[string]int{}, leases: map[string]*admitLease{}, wake: make(chan struct{}, 1)}
+}
+
+// probeTTL is how long a capability's load is reused before it is read
+// again (in the background: a dispatch never waits for it).
+const probeTTL = 20 * time.Millisecond
+
+// freed wakes the admission loop when a step finished while steps wait.
+func (f *admission) freed() {
+	if f != nil && f.waiting.Load() {
+		f.nudge()
+	}
+}
+
+// window is how many requests may wait in AGENTBUS_STEPS for a
+// capability: two per worker slot, so that a step admitted waits at most
+// two rounds of the workers, and a capability kept just busy by one
+// tenant's steady stream seldom parks any.
+func window(l bus.Load) int { return max(2*l.Slots(), minWindow) }
+
+// park lists, among the capabilities of a workflow's plan (and their
+// fallbacks), those whose ready steps must wait for admission now.
+func (f *admission) park(cp *workflow.Checkpoint) map[string]bool {
+	if f == nil {
+		return nil
+	}
+	var out map[string]bool
+	check := func(c string) {
+		if c == "" || out[c] {
+			return
+		}
+		if f.busy(c) {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[c] = true
+		}
+	}
+	for _, s := range cp.Plan.Steps {
+		check(s.Capability)
+		check(s.Fallback)
+	}
+	return out
+}
+
+// busy reports whether a capability's steps must wait for admission, from
+// its last probe, and reads it again in the background when it is old.
+func (f *admission) busy(capability string) bool {
+	f.mu.Lock()
+	p := f.probes[capability]
+	if p == nil {
+		p = &probe{}
+		f.probes[capability] = p
+	}
+	stale := time.Since(p.at) > probeTTL && !p.refreshing
+	if stale {
+		p.refreshing = true
+	}
+	busy := !p.at.IsZero() && (p.queued > 0 || p.load.Pending >= uint64(window(p.load)))
+	f.mu.Unlock()
+	if stale {
+		go f.refresh(capability)
+	}
+	return busy
+}
+
+func (f *admission) refresh(capability string) {
+	ctx, cancel := context.WithTimeout(f.o.backgroundCtx, 2*time.Second)
+	defer cancel()
+	load, err := f.o.bus.CapabilityLoad(ctx, capability)
+	if err != nil && !isNotFound(err) {
+		f.done(capability, nil)
+		return
+	}
+	var queued uint64
+	filter, _ := subjects.QueueFilter(capability)
+	ws, err := f.o.bus.QueuedSteps(ctx, filter)
+	if err != nil {
+		f.done(capability, nil)
+		return
+	}
+	for _, w := range ws {
+		queued += w.Count
+	}
+	f.done(capability, &probe{at: time.Now(), load: load, queued: queued})
+}
+
+func (f *admission) done(capability string, p *probe) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p == nil {
+		f.probes[capability].refreshing = false
+		return
+	}
+	f.probes[capability] = p
+}
+
+// nudge wakes the admission loop: a step was queued, or (while steps
+// wait) one finished and freed a slot.
+func (f *admission) nudge() {
+	if f == nil {
+		return
+	}
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run admits waiting steps until ctx ends: promptly while steps wait,
+// now and then when none does.
+func (f *admission) run(ctx context.Context) {
+	const active, idle = 10 * time.Millisecond, 100 * time.Millisecond
+	wait := idle
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.wake:
+		case <-time.After(wait):
+		}
+		n, err := f.round(ctx)
+		if err != nil && ctx.Err() == nil {
+			f.o.log.Debug("admission round", "err", err)
+		}
+		f.waiting.Store(n > 0)
+		wait = idle
+		if n > 0 {
+			wait = active
+		}
+	}
+}
+
+// round runs one admission pass over every capability with steps waiting
+// whose lease this orchestrator holds, and returns how many steps wait.
+func (f *admission) round(ctx context.Context) (int, error) {
+	ws, err := f.o.bus.QueuedSteps(ctx, subjects.AllQueued)
+	if err != nil {
+		return 0, err
+	}
+	byCap := map[string][]bus.Waiting{}
+	total := 0
+	for _, w := range ws {
+		byCap[w.Capability] = append(byCap[w.Capability], w)
+		total += int(w.Count)
+	}
+	f.o.cfg.Metrics.queued(ws)
+	var errs []error
+	for c, ws := range byCap {
+		held, err := f.lease(ctx, c)
+		if err != nil || !held {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, f.admit(ctx, c, ws))
+	}
+	return total, errors.Join(errs...)
+}
+
+// admit admits as many waiting steps of a capability as its workers have
+// free slots for, in weighted fair order.
+func (f *admission) admit(ctx context.Context, capability string, ws []bus.Waiting) error {
+	load, err := f.o.bus.CapabilityLoad(ctx, capability)
+	if err != nil && !isNotFound(err) {
+		return err
+	}
+	free := window(load) - int(load.Pending)
+	// waiting counts by tenant and priority.
+	waiting := map[string]*[6]uint64{}
+	for _, w := range ws {
+		if waiting[w.Tenant] == nil {
+			waiting[w.Tenant] = &[6]uint64{}
+		}
+		waiting[w.Tenant][w.Priority] += w.Count
+	}
+	for free > 0 && len(waiting) > 0 {
+		tenant := f.next(capability, waiting)
+		prio := f.priority(tenant, capability, waiting[tenant])
+		q, err := f.o.bus.TakeQueued(ctx, tenant, capability, prio, f.o.cfg.AckWait)
+		if errors.Is(err, bus.ErrNotFound) {
+			f.drop(waiting, tenant, prio, true)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := f.o.bus.Admit(ctx, q); err != nil {
+			_ = q.Nak(time.Second)
+			return err
+		}
+		f.drop(waiting, tenant, prio, false)
+		free--
+		f.advance(capability, tenant)
+		f.o.cfg.Metrics.admitted(tenant, capability, time.Since(q.At))
+	}
+	return nil
+}
+
+// drop counts one step of a tenant's priority gone (all of them, when the
+// queue was found empty).
+func (f *admission) drop(waiting map[string]*[6]uint64, tenant string, prio int, all bool) {
+	c := waiting[tenant]
+	if all || c[prio] <= 1 {
+		c[prio] = 0
+	} else {
+		c[prio]--
+	}
+	for _, n := range c {
+		if n > 0 {
+			return
+		}
+	}
+	delete(waiting, tenant)
+}
+
+// next picks the tenant furthest behind its weighted share among those
+// with steps waiting; one that had none joins at the front's clock.
+func (f *admission) next(capability string, waiting map[string]*[6]uint64) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clock := f.clock[capability]
+	if clock == nil {
+		clock = map[string]float64{}
+		f.clock[capability] = clock
+	}
+	front := math.Inf(1)
+	for t := range waiting {
+		if v, ok := clock[t]; ok {
+			front = min(front, v)
+		}
+	}
+	if math.IsInf(front, 1) {
+		front = 0
+	}
+	tenants := make([]string, 0, len(waiting))
+	for t := range waiting {
+		if v, ok := clock[t]; !ok || v < front {
+			clock[t] = front
+		}
+		tenants = append(tenants, t)
+	}
+	slices.Sort(tenants) // ties go by name, so that a round is deterministic
+	best := tenants[0]
+	for _, t := range tenants[1:] {
+		if clock[t] < clock[best] {
+			best = t
+		}
+	}
+	return best
+}
+
+// advance moves a tenant's clock on by one admission over its weight.
+func (f *admission) advance(capability, tenant string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.clock[capability][tenant] += 1 / float64(f.o.weight(tenant))
+	f.turns[tenant+"/"+capability]++
+}
+
+// priority picks which of a tenant's priorities is admitted next: the
+// highest waiting, except every agingEvery-th admission, which goes to the
+// lowest waiting.
+func (f *admission) priority(tenant, capability string, c *[6]uint64) int {
+	f.mu.Lock()
+	turn := f.turns[tenant+"/"+capability]
+	f.mu.Unlock()
+	hi, lo := 0, 0
+	for p := events.PriorityHighest; p >= events.PriorityLowest; p-- {
+		if c[p] > 0 {
+			if hi == 0 {
+				hi = p
+			}
+			lo = p
+		}
+	}
+	if turn%agingEvery == agingEvery-1 {
+		return lo
+	}
+	return hi
+}
+
+// weight is a tenant's share of a busy capability (1 unless configured).
+func (o *Orchestrator) weight(tenant string) int {
+	if w := o.cfg.TenantWeights[tenant]; w > 0 {
+		return w
+	}
+	return 1
+}
+
+// admitLease is this orchestrator's view of a capability's admission
+// lease: whether it holds it and when it last renewed it, or the holder's
+// revision and when this orchestrator first saw it (a lease whose
+// revision has not moved for leaseSilence is taken over).
+type admitLease struct {
+	held      bool
+	renewedAt time.Time
+	seenRev   uint64
+	seenAt    time.Time
+}
+
+// leaseRenew is how often a held admission lease is renewed; leaseSilence
+// how long another's may stay unrenewed before it is taken over.
+const (
+	leaseRenew   = time.Second
+	leaseSilence = 5 * time.Second
+)
+
+// lease reports whether this orchestrator holds (or has just taken) the
+// admission lease of a capability.
+func (f *admission) lease(ctx context.Context, capability string) (bool, error) {
+	f.mu.Lock()
+	l := f.leases[capability]
+	if l == nil {
+		l = &admitLease{}
+		f.leases[capability] = l
+	}
+	f.mu.Unlock()
+	now := time.Now()
+	if l.held && now.Sub(l.renewedAt) < leaseRenew {
+		return true, nil
+	}
+	key := subjects.LeaseAdmitPrefix + capability
+	kv := f.o.leases
+	e, err := kv.Get(ctx, key)
+	if isNotFound(err) {
+		_, err := kv.Create(ctx, key, []byte(f.id))
+		if errors.Is(err, bus.ErrConflict) {
+			return false, nil
+		}
+		l.held, l.renewedAt = err == nil, now
+		return l.held, err
+	}
+	if err != nil {
+		return false, err
+	}
+	if string(e.Value) != f.id {
+		l.held = false
+		if e.Revision != l.seenRev {
+			l.seenRev, l.seenAt = e.Revision, now
+		}
+		if now.Sub(l.seenAt) < leaseSilence {
+			return false, nil // its holder renews it
+		}
+	}
+	_, err = kv.Update(ctx, key, []byte(f.id), e.Revision)
+	if errors.Is(err, bus.ErrConflict) {
+		l.held = false
+		return false, nil
+	}
+	if err == nil && !l.held && string(e.Value) != f.id {
+		f.o.log.Info("admission lease taken over from a silent holder", "capability", capability)
+	}
+	l.held, l.renewedAt = err == nil, now
+	return l.held, err
+}
