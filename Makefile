@@ -65,8 +65,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzApply -fuzztime $(FUZZTIME) ./workflow
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./events
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeControl$$' -fuzztime $(FUZZTIME) ./events
-	$(GO) test -run '^$$' -fuzz FuzzDecodeClientFrame -fuzztime $(FUZZTIME) ./gateway
-	$(GO) test -run '^$$' -fuzz FuzzDecodeRPC -fuzztime $(FUZZTIME) ./gateway
+	$(GO) test -run '^$$' -fuzz FuzzDecodeClientFrame -fuzztime $(FUZZTIME) ./gateway/ws
+	$(GO) test -run '^$$' -fuzz FuzzDecodeRPC -fuzztime $(FUZZTIME) ./gateway/a2a
 	$(GO) test -run '^$$' -fuzz FuzzParseTokens -fuzztime $(FUZZTIME) ./gateway
 	$(GO) test -run '^$$' -fuzz '^FuzzExtract$$' -fuzztime $(FUZZTIME) ./agents/entities
 	$(GO) test -run '^$$' -fuzz '^FuzzEnhance$$' -fuzztime $(FUZZTIME) ./agents/enhance

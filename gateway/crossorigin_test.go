@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/gateway"
+	wsproto "github.com/agentbus/agentbus/gateway/ws"
 )
 
 const appOrigin = "https://app.example.com"
@@ -159,7 +160,7 @@ func TestCrossSiteWebSocketControl(t *testing.T) {
 	page.await("connected", ofType(gateway.FrameConnected))
 	for _, frame := range []string{`{"type":"cancel","reason":"csrf"}`, `{"type":"approve","approve":true}`} {
 		page.send(frame)
-		r := controlResultOf(t, page.await("control_result", ofType(gateway.FrameControlResult)))
+		r := controlResultOf(t, page.await("control_result", ofType(wsproto.FrameControlResult)))
 		if r.Error != "forbidden" || r.Applied || !strings.Contains(r.Message, "elsewhere.example") {
 			t.Fatalf("%s from another origin's page: %+v, want error forbidden naming the origin", frame, r)
 		}
@@ -175,7 +176,7 @@ func TestCrossSiteWebSocketControl(t *testing.T) {
 		ws := s.session(t, path, h...)
 		ws.await("connected", ofType(gateway.FrameConnected))
 		ws.send(`{"type":"cancel","reason":"mine"}`)
-		if r := controlResultOf(t, ws.await("control_result", ofType(gateway.FrameControlResult))); r.Error == "forbidden" {
+		if r := controlResultOf(t, ws.await("control_result", ofType(wsproto.FrameControlResult))); r.Error == "forbidden" {
 			t.Fatalf("cancel from the %s: %+v, want it let through", name, r)
 		}
 		_ = ws.c.CloseNow()

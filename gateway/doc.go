@@ -29,6 +29,14 @@
 // subject; events come back from the workflow's event log in JetStream, each
 // as an events.Frame whose offset is its stream sequence.
 //
+// The protocols live in subpackages the gateway mounts on its mux
+// (mount.go): WebSocket in gateway/ws, A2A in gateway/a2a. They never import
+// the gateway: each declares the little it needs of it (authentication,
+// scope, where a stream starts, the error shape) as an interface that
+// mount.go implements. Every live stream — SSE here, WebSocket, A2A — reads
+// events through gateway/internal/fanout (per-connection send queues and
+// one shared consumer per followed workflow).
+//
 // The gateway holds no state that matters: run as many as you like behind a
 // load balancer. A *Gateway is safe for concurrent use.
 package gateway

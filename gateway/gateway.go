@@ -17,6 +17,9 @@ import (
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/gateway/a2a"
+	"github.com/agentbus/agentbus/gateway/internal/fanout"
+	"github.com/agentbus/agentbus/gateway/ws"
 	"github.com/agentbus/agentbus/sessions"
 	"github.com/agentbus/agentbus/subjects"
 )
@@ -42,11 +45,12 @@ type Config struct {
 	// KeepAlive is the interval of SSE keepalive comments; default 15s.
 	KeepAlive time.Duration
 	Logger    *slog.Logger
-	// WS configures WebSocket streams; Auth, tokens and tenants; A2A, the
-	// A2A protocol surface.
-	WS   WSConfig
+	// WS configures WebSocket streams (its send queue and hub linger are
+	// every stream's); Auth, tokens and tenants; A2A, the A2A protocol
+	// surface.
+	WS   ws.Config
 	Auth AuthConfig
-	A2A  A2AConfig
+	A2A  a2a.Config
 	// Documents bounds uploads to POST /v1/documents.
 	Documents DocumentsConfig
 	// CORS lets pages on other origins call the API; its origins are also
@@ -87,9 +91,9 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.WS.setDefaults()
+	c.WS.SetDefaults()
 	c.Auth.setDefaults()
-	c.A2A.setDefaults()
+	c.A2A.SetDefaults()
 	c.CORS.setDefaults()
 	c.Documents.setDefaults()
 	c.WS.OriginPatterns = slices.Concat(c.WS.OriginPatterns, c.CORS.wsOriginPatterns()) // never into the caller's array
@@ -130,32 +134,16 @@ type Gateway struct {
 	// nil refuses none.
 	writes *http.CrossOriginProtection
 	// hubs share one consumer per followed workflow among its live
-	// subscribers; stop ends them.
-	hubs *hubs
+	// subscribers (SSE, WebSocket, A2A); stop ends them.
+	hubs *fanout.Hubs
 	stop context.CancelFunc
-	// sockets counts running WebSocket handlers, which Shutdown does not
-	// wait for.
-	sockets sync.WaitGroup
+	// ws and a2a serve the WebSocket and A2A protocols (mount.go).
+	ws  *ws.Server
+	a2a *a2a.Server
 
 	mu       sync.Mutex
 	listener net.Listener
 	server   *http.Server
-	// socketsClosed is set (under mu) when Run starts waiting for the
-	// WebSocket handlers: a handler that starts later is turned away, so
-	// sockets.Add never races sockets.Wait.
-	socketsClosed bool
-}
-
-// socketStarts counts a WebSocket handler in, unless the gateway is
-// already waiting for them to end.
-func (g *Gateway) socketStarts() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.socketsClosed {
-		return false
-	}
-	g.sockets.Add(1)
-	return true
 }
 
 // New checks cfg and prepares the routes.
@@ -189,7 +177,9 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	}
 	// Hubs outlive the requests that start them; they end with ctx or Run.
 	hctx, stop := context.WithCancel(ctx)
-	g.hubs, g.stop = newHubs(hctx, g, hubConfig{bufferBytes: cfg.WS.SendQueueBytes / 2, linger: cfg.WS.HubLinger}), stop
+	g.hubs, g.stop = fanout.New(hctx, fanout.Config{Source: cfg.Bus, Logger: g.log, BufferBytes: cfg.WS.SendQueueBytes / 2, Linger: cfg.WS.HubLinger,
+		Hubs: g.stats().hubs, SlowCloses: g.stats().slowCloses}), stop
+	g.mount()
 	g.routes()
 	return g, nil
 }
@@ -208,8 +198,8 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc("POST /v1/workflows/{id}/approve", g.control(events.ActionApprove))
 	g.mux.HandleFunc("GET /v1/sessions", g.sessionList)
 	g.mux.HandleFunc("GET /v1/sessions/{id}", g.session)
-	g.routesWS()
-	g.routesA2A()
+	g.ws.Register(g.mux)
+	g.a2a.Register(g.mux)
 	g.routesAuth()
 	g.routesTenantFeed()
 	g.routesDocuments()
@@ -258,14 +248,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	// Shutdown does not wait for hijacked connections: wait for the
 	// WebSocket handlers (their context has ended: they close with 1001).
-	g.mu.Lock()
-	g.socketsClosed = true
-	g.mu.Unlock()
-	waited := make(chan struct{})
-	go func() { g.sockets.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-sctx.Done():
+	if g.ws.Shutdown(sctx) != nil {
 		g.log.Warn("gateway: websocket handlers still running after shutdown timeout")
 	}
 	g.stop()

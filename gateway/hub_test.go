@@ -116,7 +116,7 @@ func TestHubSharesOneConsumer(t *testing.T) {
 }
 
 // TestHubLingersThenStops: a hub outlives its last subscriber by
-// WSConfig.HubLinger, so that a reconnecting client finds it, and then
+// ws.Config.HubLinger, so that a reconnecting client finds it, and then
 // stops with its consumer.
 func TestHubLingersThenStops(t *testing.T) {
 	s := startGateway(t, bustest.New(t), func(c *gateway.Config) { c.WS.HubLinger = 50 * time.Millisecond })

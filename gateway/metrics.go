@@ -11,15 +11,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentbus/agentbus/gateway/internal/fanout"
 )
 
-// Stream kinds, the "kind" label of the stream metrics.
+// Stream kinds, the "kind" label of the stream metrics (fanout.KindA2A
+// counts A2A streams' slow closes; their connections and frames are
+// counted as sse).
 const (
-	metricKindSSE = "sse"
-	metricKindWS  = "ws"
-	// metricKindA2A counts A2A streams' slow closes (their connections
-	// and frames are counted as sse).
-	metricKindA2A = "a2a"
+	metricKindSSE = fanout.KindSSE
+	metricKindWS  = fanout.KindWS
 )
 
 // metrics are one gateway's Prometheus metrics, served at GET /metrics from
@@ -27,7 +28,8 @@ const (
 // counter). Every field is safe for concurrent use.
 //
 // wrap maintains the HTTP metrics and the connections gauge itself; the
-// streaming code adds the per-frame ones through g.stats():
+// streaming code adds the per-frame ones through g.stats() (packages ws,
+// a2a and internal/fanout get theirs from mount.go):
 //
 //	agentbus_gateway_http_request_duration_seconds{route,code}  histogram: every request by mux pattern
 //	                                                            ("GET /v1/workflows/{id}", "unmatched") and status;
@@ -50,7 +52,8 @@ const (
 //	agentbus_gateway_slow_client_closes_total{kind}             .slowCloses: a client closed for falling behind
 //	                                                            its send queue
 //	agentbus_gateway_hubs                                       .hubs: gauge of workflows this gateway follows
-//	                                                            for live subscribers (one consumer each, see hub.go)
+//	                                                            for live subscribers (one consumer each, see
+//	                                                            internal/fanout/hub.go)
 //	agentbus_gateway_auth_failures_total{reason}                401/403 from wrap: reason "missing", "malformed",
 //	                                                            "invalid", "forbidden" (role) or "cross_origin"
 //

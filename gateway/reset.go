@@ -22,7 +22,8 @@ const (
 	ResetRetention = "retention"
 )
 
-// Frame types the gateway sends beside a workflow's own events. Their
+// Frame types the gateway sends beside a workflow's own events (the
+// WebSocket adds ws.FrameControlResult and ws.FrameClientError). Their
 // offset is 0: they are not stored events and never a resume point.
 const (
 	// FrameConnected opens every stream; data is Connected.
@@ -31,13 +32,6 @@ const (
 	// state (as GET /v1/workflows/{id}) plus reason, epoch and resume_from.
 	// The events that follow start after resume_from.
 	FrameReset = "reset"
-	// FrameControlResult answers a client's cancel or approve frame; data is
-	// WSControlResult.
-	FrameControlResult = "control_result"
-	// FrameClientError answers a malformed client frame; data is an
-	// apiError with JSON pointers. It is not the terminal `error` event:
-	// the stream goes on.
-	FrameClientError = "frame_error"
 )
 
 // streamStart is where one subscriber's stream begins, decided once at

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/agentbus/agentbus/gateway/internal/fanout"
 )
 
 // Connected is the first SSE frame: where the stream starts and the newest
@@ -71,13 +73,13 @@ func (g *Gateway) sse(w http.ResponseWriter, r *http.Request) {
 // one, the client's end, or its falling a whole send queue behind.
 func (g *Gateway) pumpSSE(ctx context.Context, w http.ResponseWriter, flusher http.Flusher, st streamStart, tenant, id string) {
 	ctx, cancel := context.WithCancel(ctx)
-	q := newSendQueue(g.cfg.WS.SendQueueBytes, metricKindSSE)
-	sub := newSubscriber(q, st.After)
-	f := g.startFeed(ctx, sub, tenant, id, st.Epoch, st.Last.Offset <= st.After)
-	defer func() { cancel(); f.stop() }()
-	g.drainSSE(ctx, w, flusher, q, sub.failed, f, func() bool {
-		if f.err != nil {
-			g.log.Warn("sse event stream failed", "tenant", tenant, "workflow", id, "err", f.err)
+	q := fanout.NewQueue(g.cfg.WS.SendQueueBytes, metricKindSSE)
+	sub := fanout.NewSubscriber(q, st.After)
+	f := g.hubs.StartFeed(ctx, sub, tenant, id, st.Epoch, st.Last.Offset <= st.After)
+	defer func() { cancel(); f.Stop() }()
+	g.drainSSE(ctx, w, flusher, q, sub.Failed(), f, func() bool {
+		if f.Err() != nil {
+			g.log.Warn("sse event stream failed", "tenant", tenant, "workflow", id, "err", f.Err())
 			return true
 		}
 		return false // joined the hub: it queues from now on
@@ -89,15 +91,15 @@ func (g *Gateway) pumpSSE(ctx context.Context, w http.ResponseWriter, flusher ht
 // (the client resumes from its Last-Event-ID), a frame that ends the
 // stream is written, failed is closed, or the feeder is done and fedDone
 // says to stop.
-func (g *Gateway) drainSSE(ctx context.Context, w http.ResponseWriter, flusher http.Flusher, q *sendQueue, failed <-chan struct{}, f *feeder, fedDone func() (stop bool)) {
-	fed := f.done
+func (g *Gateway) drainSSE(ctx context.Context, w http.ResponseWriter, flusher http.Flusher, q *fanout.Queue, failed <-chan struct{}, f *fanout.Feeder, fedDone func() (stop bool)) {
+	fed := f.Done()
 	sent := g.stats().framesSent.WithLabelValues(metricKindSSE)
 	tick := time.NewTicker(g.cfg.KeepAlive)
 	defer tick.Stop()
 	var line []byte
 	for {
 		for {
-			it, ok := q.head()
+			it, ok := q.Head()
 			if !ok {
 				break
 			}
@@ -105,9 +107,9 @@ func (g *Gateway) drainSSE(ctx context.Context, w http.ResponseWriter, flusher h
 			if _, err := w.Write(line); err != nil {
 				return
 			}
-			q.pop()
+			q.Pop()
 			sent.Inc()
-			if it.end {
+			if it.End {
 				flusher.Flush()
 				return
 			}
@@ -116,7 +118,7 @@ func (g *Gateway) drainSSE(ctx context.Context, w http.ResponseWriter, flusher h
 		select {
 		case <-ctx.Done():
 			return
-		case <-q.overflow:
+		case <-q.Overflow():
 			return
 		case <-failed:
 			return
@@ -128,19 +130,19 @@ func (g *Gateway) drainSSE(ctx context.Context, w http.ResponseWriter, flusher h
 		case <-tick.C:
 			_, _ = fmt.Fprint(w, ": keepalive\n\n")
 			flusher.Flush()
-		case <-q.ready:
+		case <-q.Ready():
 		}
 	}
 }
 
 // appendSSE appends one event frame in the SSE format.
-func appendSSE(dst []byte, it wsItem) []byte {
+func appendSSE(dst []byte, it fanout.Item) []byte {
 	dst = append(dst, "id: "...)
-	dst = strconv.AppendUint(dst, it.off, 10)
+	dst = strconv.AppendUint(dst, it.Offset, 10)
 	dst = append(dst, "\nevent: "...)
-	dst = append(dst, it.typ...)
+	dst = append(dst, it.Type...)
 	dst = append(dst, "\ndata: "...)
-	dst = append(dst, it.b...)
+	dst = append(dst, it.Bytes...)
 	return append(dst, "\n\n"...)
 }
 

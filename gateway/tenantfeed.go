@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/gateway/internal/fanout"
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -68,9 +69,10 @@ type FeedConnected struct {
 	Status     []string `json:"status,omitempty"`
 }
 
+// routesTenantFeed serves the tenant feed as SSE; package ws serves it on
+// GET /v1/ws.
 func (g *Gateway) routesTenantFeed() {
 	g.mux.HandleFunc("GET /v1/workflows/events", g.tenantSSE)
-	g.mux.HandleFunc("GET /v1/ws", g.tenantWS)
 }
 
 // feedStart is where one tenant feed begins.
@@ -260,16 +262,16 @@ func (g *Gateway) facts(ctx context.Context, cache map[string]workflowFacts, ten
 	return f, nil
 }
 
-// tenantFeed queues the tenant's workflow status frames after sub.cursor
-// until ctx ends or the client falls a whole queue behind once live
-// (errSlow: the queue overflowed). While replaying, a full queue waits for
-// the client, as feed does. Only a failure of the event stream is an
-// error.
-func (g *Gateway) tenantFeed(ctx context.Context, sub *subscriber, tenant string, st feedStart) error {
+// tenantFeed queues the tenant's workflow status frames after st.After
+// into q until ctx ends or the client falls a whole queue behind once live
+// (fanout.ErrSlow: the queue overflowed). While replaying, a full queue
+// waits for the client, as a workflow's feed does. Only a failure of the
+// event stream is an error.
+func (g *Gateway) tenantFeed(ctx context.Context, q *fanout.Queue, tenant string, st feedStart) error {
 	live := st.Last <= st.After
 	cache := map[string]workflowFacts{}
 	sc := g.scopeOf(ctx)
-	err := g.bus.FollowTenant(ctx, tenant, sub.cursor, func(ctx context.Context, rec bus.Record) error {
+	err := g.bus.FollowTenant(ctx, tenant, st.After, func(ctx context.Context, rec bus.Record) error {
 		defer func() { live = live || rec.Pending == 0 }()
 		ws, ok := workflowStatus(rec)
 		if !ok || (len(st.Status) > 0 && !slices.Contains(st.Status, ws.State)) {
@@ -294,15 +296,11 @@ func (g *Gateway) tenantFeed(ctx context.Context, sub *subscriber, tenant string
 		}
 		fr := events.Frame{Offset: rec.Offset, Epoch: st.Epoch, Type: FrameWorkflowStatus, WorkflowID: ws.WorkflowID,
 			TenantID: tenant, Time: rec.Envelope.Time, Data: data}
-		it := wsItem{b: appendFrame(make([]byte, 0, 256+len(data)), fr), event: true, off: rec.Offset, typ: fr.Type}
-		if err := g.enqueue(ctx, sub.q, it, !live, tenant, "*"); err != nil {
-			return err
-		}
-		sub.cursor = rec.Offset
-		return nil
+		it := fanout.Item{Bytes: fanout.AppendFrame(make([]byte, 0, 256+len(data)), fr), Event: true, Offset: rec.Offset, Type: fr.Type}
+		return g.hubs.Enqueue(ctx, q, it, !live, tenant, "*")
 	})
 	switch {
-	case errors.Is(err, errSlow) || ctx.Err() != nil:
+	case errors.Is(err, fanout.ErrSlow) || ctx.Err() != nil:
 		return nil
 	case err == nil:
 		return errors.New("gateway: tenant event stream ended under the feed")
@@ -310,15 +308,10 @@ func (g *Gateway) tenantFeed(ctx context.Context, sub *subscriber, tenant string
 	return err
 }
 
-// startTenantFeed runs tenantFeed in a goroutine of its own, as a feeder
-// (with no hub) so that the WebSocket pump can watch it.
-func (g *Gateway) startTenantFeed(ctx context.Context, sub *subscriber, tenant string, st feedStart) *feeder {
-	f := &feeder{sub: sub, done: make(chan struct{})}
-	go func() {
-		defer close(f.done)
-		f.err = g.tenantFeed(ctx, sub, tenant, st)
-	}()
-	return f
+// startTenantFeed runs tenantFeed into sub's queue in a goroutine of its
+// own, as a feeder (with no hub) so that the WebSocket pump can watch it.
+func (g *Gateway) startTenantFeed(ctx context.Context, sub *fanout.Subscriber, tenant string, st feedStart) *fanout.Feeder {
+	return fanout.StartFunc(sub, func() error { return g.tenantFeed(ctx, sub.Queue(), tenant, st) })
 }
 
 // tenantSSE streams the tenant feed as Server-Sent Events: `connected`,
@@ -358,13 +351,13 @@ func (g *Gateway) tenantSSE(w http.ResponseWriter, r *http.Request) {
 	flusher.Flush()
 
 	ctx, cancel := context.WithCancel(r.Context())
-	q := newSendQueue(g.cfg.WS.SendQueueBytes, metricKindSSE)
-	sub := newSubscriber(q, st.After)
+	q := fanout.NewQueue(g.cfg.WS.SendQueueBytes, metricKindSSE)
+	sub := fanout.NewSubscriber(q, st.After)
 	f := g.startTenantFeed(ctx, sub, tenant, st)
-	defer func() { cancel(); f.stop() }()
+	defer func() { cancel(); f.Stop() }()
 	g.drainSSE(ctx, w, flusher, q, nil, f, func() bool {
-		if f.err != nil {
-			g.log.Warn("tenant feed failed", "tenant", tenant, "err", f.err)
+		if f.Err() != nil {
+			g.log.Warn("tenant feed failed", "tenant", tenant, "err", f.Err())
 		}
 		return true
 	})

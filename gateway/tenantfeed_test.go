@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentbus/agentbus/gateway"
+	wsproto "github.com/agentbus/agentbus/gateway/ws"
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -422,7 +423,7 @@ func TestTenantFeedIsReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := readWS(ctx, conn, func(f wsFrame) error {
-		if f.Type == gateway.FrameControlResult {
+		if f.Type == wsproto.FrameControlResult {
 			return errStopReading
 		}
 		return nil
@@ -430,7 +431,7 @@ func TestTenantFeedIsReadOnly(t *testing.T) {
 	if err != nil || len(st.Frames) != 2 || st.Frames[0].Type != gateway.FrameConnected {
 		t.Fatalf("frames %s, end %v, err %v: want connected then control_result", wsSummary(st.Frames), st.End, err)
 	}
-	var res gateway.WSControlResult
+	var res wsproto.ControlResult
 	if err := json.Unmarshal(st.Frames[1].Data, &res); err != nil || res.Error != "forbidden" || res.Applied {
 		t.Errorf("control_result %s (%v), want forbidden, not applied", st.Frames[1].Data, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/gateway"
+	wsproto "github.com/agentbus/agentbus/gateway/ws"
 )
 
 // TestWSAuth: the handshake is authenticated like any request (401 before
@@ -37,25 +38,25 @@ func TestWSAuth(t *testing.T) {
 	}
 
 	// A browser: the token as a subprotocol, offered beside the real one.
-	c, _, err := s.dialWSWith(ctx, path, &websocket.DialOptions{Subprotocols: []string{gateway.WSSubprotocol, gateway.BearerSubprotocol + client}})
+	c, _, err := s.dialWSWith(ctx, path, &websocket.DialOptions{Subprotocols: []string{wsproto.Subprotocol, gateway.BearerSubprotocol + client}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.CloseNow()
-	if c.Subprotocol() != gateway.WSSubprotocol {
-		t.Fatalf("subprotocol %q, want %q (and never the token)", c.Subprotocol(), gateway.WSSubprotocol)
+	if c.Subprotocol() != wsproto.Subprotocol {
+		t.Fatalf("subprotocol %q, want %q (and never the token)", c.Subprotocol(), wsproto.Subprotocol)
 	}
 	ws := newSession(t, c)
 	ws.send(`{"type":"cancel"}`)
 	// Past the role check: nobody answers on a bare stack.
-	if r := controlResultOf(t, ws.await("control_result", ofType(gateway.FrameControlResult))); r.Error != "unavailable" {
+	if r := controlResultOf(t, ws.await("control_result", ofType(wsproto.FrameControlResult))); r.Error != "unavailable" {
 		t.Fatalf("client's cancel answered %+v, want error unavailable (no orchestrator)", r)
 	}
 
 	v := s.session(t, path+"?from=0", "Authorization", "Bearer "+viewer)
 	v.await("connected", ofType(gateway.FrameConnected))
 	v.send(`{"type":"approve"}`)
-	if r := controlResultOf(t, v.await("control_result", ofType(gateway.FrameControlResult))); r.Error != "forbidden" || r.Applied || !strings.Contains(r.Message, "approve") {
+	if r := controlResultOf(t, v.await("control_result", ofType(wsproto.FrameControlResult))); r.Error != "forbidden" || r.Applied || !strings.Contains(r.Message, "approve") {
 		t.Fatalf("viewer's approve answered %+v, want error forbidden", r)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/gateway"
+	wsproto "github.com/agentbus/agentbus/gateway/ws"
 )
 
 // wsAgent is a test agent built from a function.
@@ -97,9 +98,9 @@ func (ws *wsSession) end() wsStream {
 
 func ofType(typ string) func(wsFrame) bool { return func(f wsFrame) bool { return f.Type == typ } }
 
-func controlResultOf(t testing.TB, f wsFrame) gateway.WSControlResult {
+func controlResultOf(t testing.TB, f wsFrame) wsproto.ControlResult {
 	t.Helper()
-	var r gateway.WSControlResult
+	var r wsproto.ControlResult
 	if err := json.Unmarshal(f.Data, &r); err != nil {
 		t.Fatalf("control_result %s: %v", f.Data, err)
 	}
@@ -115,13 +116,13 @@ func stepIn(step string, state events.State) func(wsFrame) bool {
 
 // decided returns the one control_result and the terminal event of a
 // stream that a control frame ended.
-func decided(t testing.TB, fs []wsFrame) (gateway.WSControlResult, wsFrame) {
+func decided(t testing.TB, fs []wsFrame) (wsproto.ControlResult, wsFrame) {
 	t.Helper()
-	var res []gateway.WSControlResult
+	var res []wsproto.ControlResult
 	var end []wsFrame
 	for _, f := range fs {
 		switch {
-		case f.Type == gateway.FrameControlResult:
+		case f.Type == wsproto.FrameControlResult:
 			res = append(res, controlResultOf(t, f))
 		case f.Offset > 0 && terminal(f.Type):
 			end = append(end, f)
@@ -153,7 +154,7 @@ func TestWSCancelAndApproveFrames(t *testing.T) {
 		// subscriber; the first sees only its own answers).
 		other := s.session(t, "/v1/workflows/wscancel/ws")
 		other.send(`{"type":"approve"}`)
-		if r := controlResultOf(t, other.await("control_result", ofType(gateway.FrameControlResult))); r.Applied || r.Error != "" || r.Message == "" {
+		if r := controlResultOf(t, other.await("control_result", ofType(wsproto.FrameControlResult))); r.Applied || r.Error != "" || r.Message == "" {
 			t.Fatalf("approve with nothing awaiting answered %+v, want not applied with a reason", r)
 		}
 		ws.send(`{"type":"cancel","reason":"enough"}`)
@@ -212,7 +213,7 @@ func TestWSMalformedClientFrames(t *testing.T) {
 		{`{"type": "cancel", "extra": true}`, "/extra"},
 	} {
 		ws.send(c.frame)
-		f := ws.await("frame_error", ofType(gateway.FrameClientError))
+		f := ws.await("frame_error", ofType(wsproto.FrameClientError))
 		var e struct {
 			Code     string `json:"code"`
 			Message  string `json:"message"`
@@ -234,7 +235,7 @@ func TestWSMalformedClientFrames(t *testing.T) {
 	// A well-formed frame with nobody to answer it: a control_result
 	// saying so, not a hang.
 	ws.send(`{"type":"cancel"}`)
-	if r := controlResultOf(t, ws.await("control_result", ofType(gateway.FrameControlResult))); r.Applied || r.Error != "unavailable" {
+	if r := controlResultOf(t, ws.await("control_result", ofType(wsproto.FrameControlResult))); r.Applied || r.Error != "unavailable" {
 		t.Fatalf("cancel without orchestrator answered %+v", r)
 	}
 	off := mustPublish(t, s.env, "garbled", 0, true)

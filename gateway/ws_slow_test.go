@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/gateway"
+	wsproto "github.com/agentbus/agentbus/gateway/ws"
 )
 
 // logSignal is a slog handler that closes a channel the first time a
@@ -124,8 +125,8 @@ func TestWSSlowClientIsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.CloseCode() != gateway.CloseSlowConsumer {
-		t.Fatalf("slow client ended by %v after %d frames, want close code %d", st.End, len(st.Frames), gateway.CloseSlowConsumer)
+	if st.CloseCode() != wsproto.CloseSlowConsumer {
+		t.Fatalf("slow client ended by %v after %d frames, want close code %d", st.End, len(st.Frames), wsproto.CloseSlowConsumer)
 	}
 	got := wsOffsets(st.Frames)
 	if len(got) == 0 || len(got) >= n || fmt.Sprint(got) != fmt.Sprint(offs[:len(got)]) {

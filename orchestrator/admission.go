@@ -30,7 +30,7 @@ import (
 // agentbus.<tenant>.queue.<capability>.<priority> (workflow.Policy.Park)
 // and it stays submitted. One orchestrator per capability (a lease in
 // AGENTBUS_LEASES) runs the capability's admission: whenever fewer
-// requests wait than the workers' slots, it takes the next waiting step —
+// requests wait than twice the workers' slots, it takes the next waiting step —
 // the tenant furthest behind its weighted share (virtual time: each
 // admission advances its tenant's clock by 1/weight; a tenant that had
 // nothing waiting joins at the front's clock, so no credit is hoarded),

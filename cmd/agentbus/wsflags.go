@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbus/agentbus/gateway"
+	"github.com/agentbus/agentbus/gateway/ws"
 )
 
 // wsFlags are the event-stream flags of the roles that serve HTTP (serve,
@@ -40,7 +41,7 @@ func (f *wsFlags) documents() gateway.DocumentsConfig {
 
 func (f *wsFlags) cors() gateway.CORSConfig { return gateway.CORSConfig{Origins: f.corsOrigins} }
 
-func (f *wsFlags) config() gateway.WSConfig {
-	return gateway.WSConfig{SendQueueBytes: f.sendQueue, PingInterval: f.pingInterval, IdleTimeout: f.idleTimeout,
+func (f *wsFlags) config() ws.Config {
+	return ws.Config{SendQueueBytes: f.sendQueue, PingInterval: f.pingInterval, IdleTimeout: f.idleTimeout,
 		WriteDelay: f.writeDelay, HubLinger: f.hubLinger}
 }

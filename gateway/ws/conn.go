@@ -1,9 +1,8 @@
-package gateway
+package ws
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,10 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/gateway/internal/fanout"
 )
-
-// errSlow ends a slow consumer's Follow.
-var errSlow = errors.New("gateway: slow consumer")
 
 // wsConn is one WebSocket subscriber. Goroutines share it: the handler's
 // (serve: writes frames, pings, decides the close), the reader (client
@@ -25,12 +22,12 @@ var errSlow = errors.New("gateway: slow consumer")
 // joins the workflow's hub, which then queues them). The feeder, the hub
 // and the reader only queue frames; the handler alone writes.
 type wsConn struct {
-	g                       *Gateway
+	s                       *Server
 	c                       *websocket.Conn
 	cork                    *corkConn
 	tenant, workflow, epoch string
-	q                       *sendQueue
-	sub                     *subscriber
+	q                       *fanout.Queue
+	sub                     *fanout.Subscriber
 	// refusal, when not nil, refuses every control frame with its answer
 	// for the frame's action: a viewer's token, a page on another origin.
 	refusal func(action string) string
@@ -40,44 +37,44 @@ type wsConn struct {
 	busy atomic.Bool  // a control request is in flight
 }
 
-func newWSConn(g *Gateway, c *websocket.Conn, cork *corkConn, tenant, workflow, epoch string, refusal func(action string) string) *wsConn {
-	q := newSendQueue(g.cfg.WS.SendQueueBytes, metricKindWS)
-	return &wsConn{g: g, c: c, cork: cork, tenant: tenant, workflow: workflow, epoch: epoch, refusal: refusal,
-		q: q, sent: g.stats().framesSent.WithLabelValues(metricKindWS)}
+func newWSConn(s *Server, c *websocket.Conn, cork *corkConn, tenant, workflow, epoch string, refusal func(action string) string) *wsConn {
+	q := fanout.NewQueue(s.cfg.SendQueueBytes, fanout.KindWS)
+	return &wsConn{s: s, c: c, cork: cork, tenant: tenant, workflow: workflow, epoch: epoch, refusal: refusal,
+		q: q, sent: s.metrics.FramesSent}
 }
 
 func (wc *wsConn) touch() { wc.last.Store(time.Now().UnixNano()) }
 
 // serve runs the connection until it closes; every goroutine it started has
 // ended when it returns.
-func (wc *wsConn) serve(ctx context.Context, st streamStart) {
+func (wc *wsConn) serve(ctx context.Context, st Start) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	var f *feeder
+	var f *fanout.Feeder
 	defer func() {
 		cancel()
 		_ = wc.c.CloseNow()
 		wg.Wait()
 		if f != nil {
-			f.stop()
+			f.Stop()
 		}
 	}()
 	wc.touch()
-	if st.Reset != nil {
-		wc.g.stats().resets.WithLabelValues(metricKindWS).Inc()
+	if st.Reset {
+		wc.s.metrics.Resets.Inc()
 	}
-	if st.Last.Offset > st.After {
-		wc.g.stats().replays.WithLabelValues(metricKindWS).Inc()
+	if st.Replay {
+		wc.s.metrics.Replays.Inc()
 	}
-	opening := openingFrames(st, wc.tenant, wc.workflow)
+	opening := st.Opening
 	for i, f := range opening {
 		_ = wc.send(ctx, f, st.Done && i == len(opening)-1, true)
 	}
-	wc.sub = newSubscriber(wc.q, st.After)
+	wc.sub = fanout.NewSubscriber(wc.q, st.After)
 	var fed <-chan struct{} // nil: nothing follows the opening frames
 	if !st.Done {
-		f = wc.g.startFeed(ctx, wc.sub, wc.tenant, wc.workflow, wc.epoch, st.Last.Offset <= st.After)
-		fed = f.done
+		f = wc.s.hubs.StartFeed(ctx, wc.sub, wc.tenant, wc.workflow, wc.epoch, st.Live)
+		fed = f.Done()
 	}
 	// The reader's context outlives ctx: a Read whose context ends drops
 	// the connection at once (coder/websocket), which would race the 1001
@@ -94,7 +91,7 @@ func (wc *wsConn) serve(ctx context.Context, st streamStart) {
 		return // the client is gone; CloseNow above
 	}
 	if code == websocket.StatusPolicyViolation {
-		wc.g.log.Info("websocket idle timeout", "tenant", wc.tenant, "workflow", wc.workflow)
+		wc.s.log.Info("websocket idle timeout", "tenant", wc.tenant, "workflow", wc.workflow)
 	}
 	_ = wc.c.Close(code, reason)
 }
@@ -102,9 +99,9 @@ func (wc *wsConn) serve(ctx context.Context, st streamStart) {
 // pump writes queued frames in order and watches everything that ends the
 // connection. It returns the close code and reason, or -1 if the client is
 // gone.
-func (wc *wsConn) pump(ctx context.Context, f *feeder, fed <-chan struct{}, readDone <-chan error, wg *sync.WaitGroup) (websocket.StatusCode, string) {
+func (wc *wsConn) pump(ctx context.Context, f *fanout.Feeder, fed <-chan struct{}, readDone <-chan error, wg *sync.WaitGroup) (websocket.StatusCode, string) {
 	const goingAway, slow = "gateway shutting down; resume from your last offset", "slow consumer, resume from your last offset"
-	cfg := wc.g.cfg.WS
+	cfg := wc.s.cfg
 	tick := time.NewTicker(cfg.PingInterval)
 	defer tick.Stop()
 	// A write blocked for IdleTimeout means a client that stopped reading:
@@ -130,7 +127,7 @@ func (wc *wsConn) pump(ctx context.Context, f *feeder, fed <-chan struct{}, read
 		// for the queue to drain.
 		wc.cork.cork()
 		for {
-			it, ok := wc.q.head()
+			it, ok := wc.q.Head()
 			if !ok {
 				break
 			}
@@ -146,16 +143,16 @@ func (wc *wsConn) pump(ctx context.Context, f *feeder, fed <-chan struct{}, read
 			default:
 			}
 			watchdog.Reset(cfg.IdleTimeout)
-			err := wc.c.Write(context.Background(), websocket.MessageText, it.b)
+			err := wc.c.Write(context.Background(), websocket.MessageText, it.Bytes)
 			watchdog.Stop()
 			if err != nil {
 				return -1, ""
 			}
-			wc.q.pop()
-			if it.event {
+			wc.q.Pop()
+			if it.Event {
 				wc.sent.Inc()
 			}
-			ended = ended || it.end
+			ended = ended || it.End
 		}
 		if err := flush(); err != nil {
 			return -1, ""
@@ -169,14 +166,14 @@ func (wc *wsConn) pump(ctx context.Context, f *feeder, fed <-chan struct{}, read
 		select {
 		case <-ctx.Done():
 			return websocket.StatusGoingAway, goingAway
-		case <-wc.q.overflow:
+		case <-wc.q.Overflow():
 			return CloseSlowConsumer, slow
-		case <-wc.sub.failed:
+		case <-wc.sub.Failed():
 			return websocket.StatusInternalError, "event stream failed; resume from your last offset"
 		case <-fed:
 			fed = nil // the terminal event is queued, the hub took over, or the stream failed
-			if f.err != nil {
-				wc.g.log.Warn("websocket event stream failed", "tenant", wc.tenant, "workflow", wc.workflow, "err", f.err)
+			if f.Err() != nil {
+				wc.s.log.Warn("websocket event stream failed", "tenant", wc.tenant, "workflow", wc.workflow, "err", f.Err())
 				return websocket.StatusInternalError, "event stream failed; resume from your last offset"
 			}
 		case <-readDone:
@@ -185,7 +182,7 @@ func (wc *wsConn) pump(ctx context.Context, f *feeder, fed <-chan struct{}, read
 			if wc.idle(ctx, pinging, wg) {
 				return websocket.StatusPolicyViolation, "idle timeout"
 			}
-		case <-wc.q.ready:
+		case <-wc.q.Ready():
 			if cfg.WriteDelay > 0 {
 				// Let frames gather: one wake-up and one write for all
 				// that arrive meanwhile (a push does not wake a writer
@@ -207,7 +204,7 @@ func (wc *wsConn) pump(ctx context.Context, f *feeder, fed <-chan struct{}, read
 // and no client frame for IdleTimeout, else sends a ping (unless one is
 // still out) whose pong counts as a sign of life.
 func (wc *wsConn) idle(ctx context.Context, pinging chan struct{}, wg *sync.WaitGroup) bool {
-	timeout := wc.g.cfg.WS.IdleTimeout
+	timeout := wc.s.cfg.IdleTimeout
 	if !wc.busy.Load() && time.Since(time.Unix(0, wc.last.Load())) > timeout {
 		return true
 	}
@@ -245,20 +242,20 @@ func (wc *wsConn) read(ctx context.Context) error {
 			for i, p := range probs {
 				msgs[i] = p.Pointer + ": " + p.Message
 			}
-			wc.sendData(ctx, FrameClientError, apiError{Code: "invalid_frame", Message: "malformed client frame: " + strings.Join(msgs, "; "), Problems: bodyProblems(probs)})
+			wc.sendData(ctx, FrameClientError, wc.s.gw.ErrorBody("invalid_frame", "malformed client frame: "+strings.Join(msgs, "; "), probs))
 			continue
 		}
 		if wc.refusal != nil {
-			wc.sendData(ctx, FrameControlResult, WSControlResult{Error: "forbidden",
+			wc.sendData(ctx, FrameControlResult, ControlResult{Error: "forbidden",
 				ControlResult: events.ControlResult{WorkflowID: wc.workflow, Message: wc.refusal(f.Type)}})
 			continue
 		}
 		wc.busy.Store(true)
-		res := wc.g.applyControl(ctx, wc.tenant, wc.workflow, f)
+		res := wc.s.applyControl(ctx, wc.tenant, wc.workflow, f)
 		wc.touch()
 		wc.sendData(ctx, FrameControlResult, res) // queued before busy ends: see pump
 		wc.busy.Store(false)
-		wc.q.wake()
+		wc.q.Wake()
 	}
 }
 
@@ -274,9 +271,9 @@ func (wc *wsConn) sendData(ctx context.Context, typ string, v any) {
 }
 
 // send encodes and queues a frame, waiting for room if wait, else
-// overflowing the queue. errSlow means the client is too far behind and is
-// being closed: the frame was not queued, nor will any later one be.
+// overflowing the queue. fanout.ErrSlow means the client is too far behind
+// and is being closed: the frame was not queued, nor will any later one be.
 func (wc *wsConn) send(ctx context.Context, f events.Frame, end, wait bool) error {
-	it := wsItem{b: appendFrame(make([]byte, 0, 256+len(f.Data)), f), end: end, event: f.Offset > 0, off: f.Offset, typ: f.Type}
-	return wc.g.enqueue(ctx, wc.q, it, wait, wc.tenant, wc.workflow)
+	it := fanout.Item{Bytes: fanout.AppendFrame(make([]byte, 0, 256+len(f.Data)), f), End: end, Event: f.Offset > 0, Offset: f.Offset, Type: f.Type}
+	return wc.s.hubs.Enqueue(ctx, wc.q, it, wait, wc.tenant, wc.workflow)
 }

@@ -1,20 +1,18 @@
-package gateway
+package ws
 
 import (
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
-
-	"github.com/coder/websocket"
 )
 
 // WebSocket protocol of GET /v1/workflows/{id}/ws?from=OFFSET&epoch=EPOCH.
 //
 // Every server frame is a text message holding one JSON events.Frame
 // {offset, epoch, type, workflow_id, tenant_id, time, data}. The first is
-// `connected` (data: Connected), then, if the cursor (from, epoch) is void,
-// `reset` (see FrameReset and resolveStart), then the workflow's events in
+// `connected` (data: gateway.Connected), then, if the cursor (from, epoch)
+// is void, `reset` (gateway.FrameReset), then the workflow's events in
 // offset order strictly after from (without from: from its first retained
 // event), live as they are stored. Frames the gateway adds (connected,
 // reset, control_result, frame_error) have offset 0; only event frames move
@@ -43,23 +41,25 @@ import (
 // A client reconnecting with its last event offset (and the epoch it saw)
 // gets exactly the events after it: no gap, no duplicate, same order.
 
-// WSSubprotocol is the WebSocket subprotocol the gateway selects when a
+// Subprotocol is the WebSocket subprotocol the gateway selects when a
 // client offers it. A browser that sends its token as a subprotocol
-// (BearerSubprotocol) must also offer this one: a browser fails a
+// (gateway.BearerSubprotocol) must also offer this one: a browser fails a
 // handshake whose answer selects none of the subprotocols it offered.
 // Clients that offer none get none.
-const WSSubprotocol = "agentbus.v1"
+const Subprotocol = "agentbus.v1"
 
 // CloseSlowConsumer is the close code of a WebSocket whose client, live on
-// the workflow's events, fell more than WSConfig.SendQueueBytes behind:
+// the workflow's events, fell more than Config.SendQueueBytes behind:
 // "slow consumer, resume from your last offset". The frames it did receive
 // are contiguous; nothing was skipped. (A client still replaying stored
 // events is never closed for being slow: the gateway reads the stream only
 // as fast as the client takes it.)
 const CloseSlowConsumer = 4008
 
-// WSConfig configures the WebSocket endpoint. The zero value means defaults.
-type WSConfig struct {
+// Config configures the WebSocket endpoints; the gateway's SSE and A2A
+// streams share SendQueueBytes and HubLinger. The zero value means
+// defaults.
+type Config struct {
 	// SendQueueBytes bounds each connection's frames not yet written to the
 	// socket; a live client further behind is closed with
 	// CloseSlowConsumer. A single frame larger than the bound is still sent
@@ -87,7 +87,8 @@ type WSConfig struct {
 	OriginPatterns []string
 }
 
-func (c *WSConfig) setDefaults() {
+// SetDefaults replaces every zero field by its default.
+func (c *Config) SetDefaults() {
 	if c.SendQueueBytes == 0 {
 		c.SendQueueBytes = 1 << 20
 	}
@@ -106,7 +107,7 @@ func (c *WSConfig) setDefaults() {
 }
 
 // Validate reports every problem with the configuration.
-func (c WSConfig) Validate() error {
+func (c Config) Validate() error {
 	var errs []error
 	if c.SendQueueBytes < 4096 {
 		errs = append(errs, fmt.Errorf("gateway: websocket send queue %d bytes is below 4096", c.SendQueueBytes))
@@ -129,46 +130,25 @@ func (c WSConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (g *Gateway) routesWS() {
-	g.mux.HandleFunc("GET /v1/workflows/{id}/ws", g.ws)
-}
-
-// ws upgrades to a WebSocket that streams a workflow's events (see the
-// protocol above). Problems found before the upgrade — tenant, a bad
-// offset, an unknown workflow — are plain HTTP answers.
-func (g *Gateway) ws(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := g.tenant(w, r)
+// serveWorkflow upgrades GET /v1/workflows/{id}/ws to a WebSocket that
+// streams a workflow's events (see the protocol above). Problems found
+// before the upgrade — tenant, a bad offset, an unknown workflow — are
+// plain HTTP answers.
+func (s *Server) serveWorkflow(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := s.gw.Tenant(w, r)
 	if !ok {
 		return
 	}
-	st, ok := g.requestStart(w, r, tenant)
+	st, ok := s.gw.Workflow(w, r, tenant)
 	if !ok {
 		return
 	}
 	id := r.PathValue("id")
-	cw := &corkWriter{ResponseWriter: w}
-	rw := &refusalWriter{corkWriter: cw}
-	c, err := websocket.Accept(rw, r, &websocket.AcceptOptions{Subprotocols: []string{WSSubprotocol}, OriginPatterns: g.cfg.WS.OriginPatterns})
-	if err != nil || cw.conn == nil {
-		rw.answer(r) // Accept refused: in the error shape, not its text/plain
+	c, cork, ok := s.accept(w, r)
+	if !ok {
 		return
 	}
-	if !g.socketStarts() {
-		_ = c.Close(websocket.StatusGoingAway, "gateway shutting down")
-		return
-	}
-	defer g.sockets.Done()
-	c.SetReadLimit(g.cfg.WS.ReadLimit)
-	var refusal func(action string) string
-	switch {
-	case !g.mayControl(r):
-		refusal = func(a string) string { return "this token may watch the workflow but not " + a + " it" }
-	case g.crossSiteWrite(r) != nil:
-		origin := quoted(r.Header.Get("Origin"))
-		refusal = func(a string) string {
-			return "a page on another origin (" + origin + ") may watch the workflow but not " + a + " it: the gateway must list its origin in --cors-origins"
-		}
-	}
-	wc := newWSConn(g, c, cw.conn, tenant, id, st.Epoch, refusal)
+	defer s.sockets.Done()
+	wc := newWSConn(s, c, cork, tenant, id, st.Epoch, s.gw.Refusal(r))
 	wc.serve(r.Context(), st)
 }

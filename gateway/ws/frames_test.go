@@ -1,4 +1,4 @@
-package gateway
+package ws
 
 import (
 	"encoding/json"
@@ -12,14 +12,14 @@ func TestDecodeClientFrame(t *testing.T) {
 	no := false
 	for _, c := range []struct {
 		in      string
-		want    ClientFrame
+		want    clientFrame
 		pointer string // "" with wantErr: the frame as a whole
 		wantErr bool
 	}{
-		{in: `{"type":"cancel"}`, want: ClientFrame{Type: "cancel"}},
-		{in: `{"type":"cancel","reason":"enough"}`, want: ClientFrame{Type: "cancel", ControlRequest: ControlRequest{Reason: "enough"}}},
+		{in: `{"type":"cancel"}`, want: clientFrame{Type: "cancel"}},
+		{in: `{"type":"cancel","reason":"enough"}`, want: clientFrame{Type: "cancel", controlRequest: controlRequest{Reason: "enough"}}},
 		{in: `{"type":"approve","approve":false,"comment":"no","step_id":"J"}`,
-			want: ClientFrame{Type: "approve", ControlRequest: ControlRequest{Approve: &no, Comment: "no", StepID: "J"}}},
+			want: clientFrame{Type: "approve", controlRequest: controlRequest{Approve: &no, Comment: "no", StepID: "J"}}},
 		{in: ``, wantErr: true},
 		{in: `"cancel"`, wantErr: true},
 		{in: `{"type":"cancel"} trailing`, wantErr: true},

@@ -1,4 +1,4 @@
-package gateway
+package a2a
 
 import (
 	"context"
@@ -43,9 +43,9 @@ type taskCheckpoint struct {
 }
 
 // loadTask reads a workflow's checkpoint; another tenant's workflow,
-// one the request does not see (another user's: auth_scope.go), or an id
-// that cannot name one, is not found.
-func (g *Gateway) loadTask(ctx context.Context, tenant, id string) (taskCheckpoint, *rpcError) {
+// one the request does not see (another user's: gateway/auth_scope.go),
+// or an id that cannot name one, is not found.
+func (g *Server) loadTask(ctx context.Context, tenant, id string) (taskCheckpoint, *rpcError) {
 	var cp taskCheckpoint
 	key, err := subjects.CheckpointKey(tenant, id)
 	if err != nil {
@@ -60,12 +60,12 @@ func (g *Gateway) loadTask(ctx context.Context, tenant, id string) (taskCheckpoi
 	}
 	var raw map[string]json.RawMessage
 	if json.Unmarshal(e.Value, &raw) != nil || json.Unmarshal(e.Value, &cp) != nil {
-		if !g.scopeOf(ctx).all {
+		if !g.gw.SeesAll(ctx) {
 			return cp, errTaskNotFound(id) // whose it is cannot be told
 		}
 		return cp, rpcErr(rpcInternalError, "", "corrupt checkpoint of task %q", id)
 	}
-	if !g.visible(ctx, raw) {
+	if !g.gw.Sees(ctx, raw) {
 		return taskCheckpoint{}, errTaskNotFound(id)
 	}
 	return cp, nil
@@ -74,7 +74,7 @@ func (g *Gateway) loadTask(ctx context.Context, tenant, id string) (taskCheckpoi
 // taskExists reports whether the tenant has a workflow of that id, seen
 // by the request or not: ids are one namespace per tenant, so a new task
 // may not take another user's.
-func (g *Gateway) taskExists(ctx context.Context, tenant, id string) bool {
+func (g *Server) taskExists(ctx context.Context, tenant, id string) bool {
 	key, err := subjects.CheckpointKey(tenant, id)
 	if err != nil {
 		return false

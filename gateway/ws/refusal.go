@@ -1,4 +1,4 @@
-package gateway
+package ws
 
 import (
 	"net/http"
@@ -31,20 +31,11 @@ func (w *refusalWriter) Write(b []byte) (int, error) {
 	return w.corkWriter.Write(b)
 }
 
-// answer writes the held refusal, if there is one, in the error shape.
-func (w *refusalWriter) answer(r *http.Request) {
+// answer writes the held refusal, if there is one, in the gateway's error
+// shape.
+func (w *refusalWriter) answer(r *http.Request, gw Gateway) {
 	if w.status == 0 {
 		return
 	}
-	msg := strings.TrimSpace(w.msg.String())
-	e := apiError{Code: "invalid_request", Message: "websocket handshake refused: " + msg}
-	switch w.status {
-	case http.StatusForbidden:
-		e.Code = "forbidden"
-		e.Problems = []Problem{headerProblem("Origin", "%s is neither this gateway's origin nor one of its --cors-origins", quoted(r.Header.Get("Origin")))}
-	case http.StatusUpgradeRequired:
-		e.Code = "upgrade_required"
-		e.Problems = []Problem{headerProblem("Upgrade", "%s", msg)}
-	}
-	writeError(w.corkWriter, w.status, e)
+	gw.Refuse(w.corkWriter, r, w.status, strings.TrimSpace(w.msg.String()))
 }

@@ -1,4 +1,4 @@
-package gateway
+package a2a
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package gateway
+package a2a
 
 import (
 	"bytes"
@@ -236,12 +236,12 @@ func rpcAnswer(id json.RawMessage, result any, rerr *rpcError) any {
 // error objects with HTTP 200, as JSON-RPC over HTTP wants, except an
 // oversize body (413); the streaming methods answer Server-Sent Events,
 // errors included.
-func (g *Gateway) a2aRPC(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := g.tenant(w, r)
+func (g *Server) a2aRPC(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := g.gw.Tenant(w, r)
 	if !ok {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.maxBodyBytes))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		writeRPC(w, http.StatusRequestEntityTooLarge, nullID, nil, rpcErr(rpcInvalidRequest, "", "body exceeds %d bytes", mbe.Limit))
@@ -256,8 +256,8 @@ func (g *Gateway) a2aRPC(w http.ResponseWriter, r *http.Request) {
 		writeRPC(w, http.StatusOK, req.ID, nil, rerr)
 		return
 	}
-	if !g.mayControl(r) && (req.Method == methodSend || req.Method == methodStream || req.Method == methodCancel) {
-		g.stats().authFailures.WithLabelValues("forbidden").Inc()
+	if !g.gw.MayControl(r) && (req.Method == methodSend || req.Method == methodStream || req.Method == methodCancel) {
+		g.authFailures.WithLabelValues("forbidden").Inc()
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agentbus", error="insufficient_scope"`)
 		writeRPC(w, http.StatusForbidden, req.ID, nil, rpcErr(rpcInvalidRequest, "/method",
 			"a viewer token is read-only: %s needs a client or admin token; %s and %s are allowed", req.Method, methodGet, methodResubscribe))

@@ -1,16 +1,18 @@
-package gateway
+package a2a
 
 import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/agentbus/agentbus/schemas"
 )
 
-// TasksSendRequest is the body of the legacy POST /tasks/send, the seed
+// tasksSendRequest is the body of the legacy POST /tasks/send, the seed
 // system's endpoint: a task id (optional, else one is made), a message
 // whose text parts are the query (or whose data part holds {"plan": …}),
 // and whether to stream.
-type TasksSendRequest struct {
+type tasksSendRequest struct {
 	ID string `json:"id,omitempty"`
 	// SessionID groups tasks, like an A2A context id.
 	SessionID string `json:"sessionId,omitempty"`
@@ -27,38 +29,38 @@ type TasksSendRequest struct {
 // message/send does; with "stream": true it answers Server-Sent Events of
 // the same updates as message/stream (the task, then status-update and
 // artifact-update events, each named by its kind, final=true on the
-// last), else it waits up to A2AConfig.BlockTimeout for the task to end
+// last), else it waits up to Config.BlockTimeout for the task to end
 // or need input and answers the A2A task: 200, or 202 if no orchestrator
 // recorded it yet.
-func (g *Gateway) tasksSend(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := g.tenant(w, r)
+func (g *Server) tasksSend(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := g.gw.Tenant(w, r)
 	if !ok {
 		return
 	}
-	body, ok := g.readBody(w, r)
+	body, ok := g.gw.ReadBody(w, r)
 	if !ok {
 		return
 	}
 	req, rerr := decodeTasksSend(body)
 	if rerr != nil {
-		writeLegacyError(w, rerr)
+		g.writeLegacyError(w, rerr)
 		return
 	}
 	in, rerr := decodeParts(mustJSON(req.Message.Parts), "/message/parts")
 	if rerr != nil {
-		writeLegacyError(w, rerr)
+		g.writeLegacyError(w, rerr)
 		return
 	}
 	ctx := r.Context()
 	if req.ID != "" {
 		if g.taskExists(ctx, tenant, req.ID) {
-			writeError(w, http.StatusConflict, apiError{Code: "exists", Message: fmt.Sprintf("task %q already exists", req.ID)})
+			g.gw.WriteError(w, http.StatusConflict, "exists", fmt.Sprintf("task %q already exists", req.ID), nil)
 			return
 		}
 	}
 	task, rerr := g.startTask(ctx, tenant, req.ID, "/id", in, newWorkflowID(), req.SessionID)
 	if rerr != nil {
-		writeLegacyError(w, rerr)
+		g.writeLegacyError(w, rerr)
 		return
 	}
 	if req.Stream {
@@ -68,20 +70,20 @@ func (g *Gateway) tasksSend(w http.ResponseWriter, r *http.Request) {
 	g.awaitSettled(ctx, tenant, string(task.ID), 0)
 	cp, rerr := g.loadTask(ctx, tenant, string(task.ID))
 	if rerr != nil {
-		writeJSON(w, http.StatusAccepted, task)
+		g.gw.WriteJSON(w, http.StatusAccepted, task)
 		return
 	}
 	t := cp.task(req.HistoryLength)
 	if req.SessionID != "" {
 		t.ContextID = req.SessionID
 	}
-	writeJSON(w, http.StatusOK, t)
+	g.gw.WriteJSON(w, http.StatusOK, t)
 }
 
 // decodeTasksSend checks a /tasks/send body; every problem points at its
 // field.
-func decodeTasksSend(body []byte) (TasksSendRequest, *rpcError) {
-	var req TasksSendRequest
+func decodeTasksSend(body []byte) (tasksSendRequest, *rpcError) {
+	var req tasksSendRequest
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
 		return req, rpcErr(rpcInvalidParams, "", "want a JSON object: %v", err)
@@ -112,22 +114,22 @@ func decodeTasksSend(body []byte) (TasksSendRequest, *rpcError) {
 }
 
 // writeLegacyError answers a /tasks/send problem in the REST error shape.
-func writeLegacyError(w http.ResponseWriter, rerr *rpcError) {
-	e := apiError{Code: "invalid_request", Message: rerr.Detail, Problems: bodyProblems(rerr.Problems)}
-	if len(e.Problems) == 0 {
-		e.Problems = []Problem{{In: InBody, Pointer: rerr.Pointer, Message: rerr.Detail}}
+func (g *Server) writeLegacyError(w http.ResponseWriter, rerr *rpcError) {
+	code, msg, probs := "invalid_request", rerr.Detail, rerr.Problems
+	if len(probs) == 0 {
+		probs = []schemas.Problem{{Pointer: rerr.Pointer, Message: rerr.Detail}}
 	}
 	if rerr.Pointer != "" {
-		e.Message = rerr.Pointer + ": " + rerr.Detail
+		msg = rerr.Pointer + ": " + rerr.Detail
 	}
 	status := http.StatusBadRequest
 	switch rerr.Code {
 	case rpcUnsupportedContentType:
-		status, e.Code = http.StatusUnsupportedMediaType, "unsupported_content"
+		status, code = http.StatusUnsupportedMediaType, "unsupported_content"
 	case rpcInternalError:
-		status, e.Code, e.Problems = http.StatusServiceUnavailable, "unavailable", nil
+		status, code, probs = http.StatusServiceUnavailable, "unavailable", nil
 	}
-	writeError(w, status, e)
+	g.gw.WriteError(w, status, code, msg, probs)
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -1,4 +1,4 @@
-package gateway
+package a2a
 
 import (
 	"encoding/json"
@@ -177,7 +177,12 @@ func (in partsInput) submission(workflowID string, meta map[string]string, idAt 
 		}
 		return events.WorkflowSubmitted{}, out
 	}
-	var req SubmitRequest
+	var req struct { // the fields of gateway.SubmitRequest a message gives
+		Query     string            `json:"query"`
+		Plan      *events.Plan      `json:"plan"`
+		Metadata  map[string]string `json:"metadata"`
+		TimeoutMS int64             `json:"timeout_ms"`
+	}
 	if err := json.Unmarshal(b, &req); err != nil {
 		return events.WorkflowSubmitted{}, rpcErr(rpcInvalidParams, in.dataAt, "%v", err)
 	}

@@ -1,4 +1,4 @@
-package gateway
+package a2a
 
 import (
 	"errors"
@@ -15,13 +15,13 @@ import (
 	"github.com/agentbus/agentbus/discovery"
 )
 
-// A2AProtocolVersion is the version of the A2A protocol the gateway speaks.
-const A2AProtocolVersion = "0.3.0"
+// protocolVersion is the version of the A2A protocol the gateway speaks.
+const protocolVersion = "0.3.0"
 
-// A2AConfig configures the A2A surface: the agent card at
+// Config configures the A2A surface: the agent card at
 // /.well-known/agent-card.json, JSON-RPC at /a2a, and the legacy
 // POST /tasks/send. The zero value means defaults.
-type A2AConfig struct {
+type Config struct {
 	// Name and Description head the agent card; defaults "agentbus" and a
 	// sentence saying what it does.
 	Name        string
@@ -40,7 +40,8 @@ type A2AConfig struct {
 	BlockTimeout time.Duration
 }
 
-func (c *A2AConfig) setDefaults() {
+// SetDefaults replaces every zero field by its default.
+func (c *Config) SetDefaults() {
 	if c.Name == "" {
 		c.Name = "agentbus"
 	}
@@ -61,7 +62,7 @@ func (c *A2AConfig) setDefaults() {
 }
 
 // Validate reports every problem with the configuration.
-func (c A2AConfig) Validate() error {
+func (c Config) Validate() error {
 	var errs []error
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)
@@ -75,17 +76,11 @@ func (c A2AConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (g *Gateway) routesA2A() {
-	g.mux.HandleFunc("GET /.well-known/agent-card.json", g.agentCard)
-	g.mux.HandleFunc("POST /a2a", g.a2aRPC)
-	g.mux.HandleFunc("POST /tasks/send", g.tasksSend)
-}
-
 // publicBase is the base URL clients reach the gateway at, without a
 // trailing slash.
-func (g *Gateway) publicBase(r *http.Request) string {
-	if g.cfg.A2A.PublicURL != "" {
-		return strings.TrimRight(g.cfg.A2A.PublicURL, "/")
+func (g *Server) publicBase(r *http.Request) string {
+	if g.cfg.PublicURL != "" {
+		return strings.TrimRight(g.cfg.PublicURL, "/")
 	}
 	scheme := "http"
 	if r.TLS != nil {
@@ -97,18 +92,18 @@ func (g *Gateway) publicBase(r *http.Request) string {
 // agentCard answers GET /.well-known/agent-card.json: agentbus as one A2A
 // agent whose skills are the capabilities registered right now. The card
 // is public, as A2A discovery wants, and names no tenant.
-func (g *Gateway) agentCard(w http.ResponseWriter, r *http.Request) {
+func (g *Server) agentCard(w http.ResponseWriter, r *http.Request) {
 	list, err := g.registry.List(r.Context())
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
+		g.gw.WriteError(w, http.StatusServiceUnavailable, "unavailable", err.Error(), nil)
 		return
 	}
 	endpoint := g.publicBase(r) + "/a2a"
 	card := a2a.AgentCard{
-		Name:               g.cfg.A2A.Name,
-		Description:        g.cfg.A2A.Description,
-		Version:            g.cfg.A2A.Version,
-		ProtocolVersion:    A2AProtocolVersion,
+		Name:               g.cfg.Name,
+		Description:        g.cfg.Description,
+		Version:            g.cfg.Version,
+		ProtocolVersion:    protocolVersion,
 		URL:                endpoint,
 		PreferredTransport: a2a.TransportProtocolJSONRPC,
 		AdditionalInterfaces: []a2a.AgentInterface{
@@ -119,14 +114,14 @@ func (g *Gateway) agentCard(w http.ResponseWriter, r *http.Request) {
 		DefaultOutputModes: []string{"application/json", "text/plain"},
 		Skills:             skills(list),
 	}
-	if len(g.cfg.Auth.Tokens) > 0 {
+	if g.authOn {
 		// Say how to authenticate: the card itself is public.
 		card.SecuritySchemes = a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{
 			Scheme: "Bearer", Description: "an agentbus token; it names the tenant"}}
 		card.Security = []a2a.SecurityRequirements{{"bearer": a2a.SecuritySchemeScopes{}}}
 	}
 	w.Header().Set("Cache-Control", "no-cache")
-	writeJSON(w, http.StatusOK, card)
+	g.gw.WriteJSON(w, http.StatusOK, card)
 }
 
 // skills turns registered agent instances into one skill per capability,

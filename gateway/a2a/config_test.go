@@ -1,4 +1,4 @@
-package gateway
+package a2a
 
 import (
 	"strings"
@@ -6,20 +6,20 @@ import (
 	"time"
 )
 
-func TestA2AConfigValidate(t *testing.T) {
+func TestConfigValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  A2AConfig
+		cfg  Config
 		want string // a substring of the error; empty means valid
 	}{
-		{"defaults", A2AConfig{}, ""},
-		{"public URL", A2AConfig{PublicURL: "https://agents.example.com/bus/"}, ""},
-		{"public URL without scheme", A2AConfig{PublicURL: "agents.example.com"}, "public URL"},
-		{"public URL with a query", A2AConfig{PublicURL: "http://x/?a=1"}, "public URL"},
-		{"negative block timeout", A2AConfig{BlockTimeout: -time.Second}, "block timeout"},
+		{"defaults", Config{}, ""},
+		{"public URL", Config{PublicURL: "https://agents.example.com/bus/"}, ""},
+		{"public URL without scheme", Config{PublicURL: "agents.example.com"}, "public URL"},
+		{"public URL with a query", Config{PublicURL: "http://x/?a=1"}, "public URL"},
+		{"negative block timeout", Config{BlockTimeout: -time.Second}, "block timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.cfg.setDefaults()
+			tc.cfg.SetDefaults()
 			err := tc.cfg.Validate()
 			if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 				t.Errorf("Validate() = %v, want %q", err, tc.want)

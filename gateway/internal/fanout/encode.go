@@ -1,4 +1,4 @@
-package gateway
+package fanout
 
 import (
 	"encoding/json"
@@ -8,12 +8,12 @@ import (
 	"github.com/agentbus/agentbus/events"
 )
 
-// appendFrame appends f as JSON: the bytes json.Marshal(f) gives when
+// AppendFrame appends f as JSON: the bytes json.Marshal(f) gives when
 // f.Data is compact, without reflection. Every subscriber encodes every
 // event it receives, so this is on the gateway's hottest path. f.Data is
 // trusted to be valid JSON: it comes from events.Decode, which validated it
 // against its schema, or from json.Marshal.
-func appendFrame(dst []byte, f events.Frame) []byte {
+func AppendFrame(dst []byte, f events.Frame) []byte {
 	dst = append(dst, `{"offset":`...)
 	dst = strconv.AppendUint(dst, f.Offset, 10)
 	dst = append(dst, `,"epoch":`...)

@@ -1,4 +1,4 @@
-package gateway
+package a2a
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // text parts are the comment, a data part {"approve": false} rejects,
 // {"step_id": …} picks one step. It returns the offset the task's events
 // continue after.
-func (g *Gateway) followUp(ctx context.Context, tenant string, sr sendRequest) (uint64, *rpcError) {
+func (g *Server) followUp(ctx context.Context, tenant string, sr sendRequest) (uint64, *rpcError) {
 	const at = "/params/message/taskId"
 	last, err := g.bus.LastOffset(ctx, tenant, sr.taskID)
 	if err != nil && subjects.ValidWorkflow(sr.taskID) == nil {
@@ -86,7 +86,7 @@ func decodeDecision(raw json.RawMessage, at string) (events.Control, *rpcError) 
 
 // controlTask sends a control action to the orchestrators through the
 // workflow's control subject, as POST …/cancel and …/approve do.
-func (g *Gateway) controlTask(ctx context.Context, tenant, id string, c events.Control) (events.ControlResult, *rpcError) {
+func (g *Server) controlTask(ctx context.Context, tenant, id string, c events.Control) (events.ControlResult, *rpcError) {
 	var res events.ControlResult
 	subj, err := subjects.Control(tenant, id)
 	if err != nil {

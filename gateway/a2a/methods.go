@@ -1,4 +1,4 @@
-package gateway
+package a2a
 
 import (
 	"context"
@@ -134,7 +134,7 @@ func submittedTask(id, contextID string, first *a2a.Message) *a2a.Task {
 // startTask starts a workflow for a new task and returns the task as
 // submitted. workflow empty means a fresh id; idAt points at where a
 // client-chosen id came from.
-func (g *Gateway) startTask(ctx context.Context, tenant, workflow, idAt string, in partsInput, messageID, contextID string) (*a2a.Task, *rpcError) {
+func (g *Server) startTask(ctx context.Context, tenant, workflow, idAt string, in partsInput, messageID, contextID string) (*a2a.Task, *rpcError) {
 	if workflow == "" {
 		workflow = newWorkflowID()
 	} else if g.taskExists(ctx, tenant, workflow) {
@@ -153,8 +153,8 @@ func (g *Gateway) startTask(ctx context.Context, tenant, workflow, idAt string, 
 	if subjects.ValidSession(contextID) == nil {
 		sub.SessionID = contextID
 	}
-	sub.User = userOf(ctx)
-	if _, err := api.Submit(ctx, storer{g}, events.SourceGateway, tenant, workflow, sub); err != nil {
+	sub.User = g.gw.User(ctx)
+	if _, err := api.Submit(ctx, g.gw, events.SourceGateway, tenant, workflow, sub); err != nil {
 		g.log.Error("a2a submit", "tenant", tenant, "workflow", workflow, "err", err)
 		return nil, rpcErr(rpcInternalError, "", "could not store the submission: %v", err)
 	}
@@ -162,7 +162,7 @@ func (g *Gateway) startTask(ctx context.Context, tenant, workflow, idAt string, 
 	// task, so that tasks/get and tasks/resubscribe find it; past
 	// AcceptTimeout it is still submitted, durably, and runs later.
 	key, _ := subjects.CheckpointKey(tenant, workflow)
-	wctx, cancel := context.WithTimeout(ctx, g.cfg.AcceptTimeout)
+	wctx, cancel := context.WithTimeout(ctx, g.acceptTimeout)
 	defer cancel()
 	_, _ = g.checkpoints.Wait(wctx, key)
 	if contextID == "" {
@@ -173,8 +173,8 @@ func (g *Gateway) startTask(ctx context.Context, tenant, workflow, idAt string, 
 
 // rpcSend answers message/send: a new task (or the decision on an
 // input-required one); blocking, the default, waits until the task ends or
-// needs input, for at most A2AConfig.BlockTimeout.
-func (g *Gateway) rpcSend(ctx context.Context, tenant string, params json.RawMessage) (*a2a.Task, *rpcError) {
+// needs input, for at most Config.BlockTimeout.
+func (g *Server) rpcSend(ctx context.Context, tenant string, params json.RawMessage) (*a2a.Task, *rpcError) {
 	sr, rerr := decodeSend(params)
 	if rerr != nil {
 		return nil, rerr
@@ -213,9 +213,9 @@ func (g *Gateway) rpcSend(ctx context.Context, tenant string, params json.RawMes
 }
 
 // awaitSettled waits until the task's events after offset after say it
-// ended or needs input, or A2AConfig.BlockTimeout passed.
-func (g *Gateway) awaitSettled(ctx context.Context, tenant, id string, after uint64) {
-	ctx, cancel := context.WithTimeout(ctx, g.cfg.A2A.BlockTimeout)
+// ended or needs input, or Config.BlockTimeout passed.
+func (g *Server) awaitSettled(ctx context.Context, tenant, id string, after uint64) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.BlockTimeout)
 	defer cancel()
 	m := newTaskEvents(id, id, a2a.TaskStateSubmitted)
 	_ = g.follow(ctx, tenant, id, after, nil, func(rec bus.Record) bool {
@@ -225,7 +225,7 @@ func (g *Gateway) awaitSettled(ctx context.Context, tenant, id string, after uin
 }
 
 // rpcGet answers tasks/get from the workflow's checkpoint.
-func (g *Gateway) rpcGet(ctx context.Context, tenant string, params json.RawMessage) (*a2a.Task, *rpcError) {
+func (g *Server) rpcGet(ctx context.Context, tenant string, params json.RawMessage) (*a2a.Task, *rpcError) {
 	id, hist, rerr := decodeTaskID(params)
 	if rerr != nil {
 		return nil, rerr
@@ -240,7 +240,7 @@ func (g *Gateway) rpcGet(ctx context.Context, tenant string, params json.RawMess
 // rpcCancel answers tasks/cancel: a cancel on the control subject, then
 // the task as the orchestrator left it. Canceling a canceled task answers
 // the task; any other finished task is not cancelable.
-func (g *Gateway) rpcCancel(ctx context.Context, tenant string, params json.RawMessage) (*a2a.Task, *rpcError) {
+func (g *Server) rpcCancel(ctx context.Context, tenant string, params json.RawMessage) (*a2a.Task, *rpcError) {
 	id, _, rerr := decodeTaskID(params)
 	if rerr != nil {
 		return nil, rerr

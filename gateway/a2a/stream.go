@@ -1,4 +1,4 @@
-package gateway
+package a2a
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/gateway/internal/fanout"
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -97,7 +98,7 @@ func eventKind(ev a2a.Event) string {
 
 // rpcStream answers message/stream and tasks/resubscribe with SSE: the
 // task first, then an event per update until the final one.
-func (g *Gateway) rpcStream(w http.ResponseWriter, r *http.Request, tenant string, req rpcRequest) {
+func (g *Server) rpcStream(w http.ResponseWriter, r *http.Request, tenant string, req rpcRequest) {
 	s, ok := newTaskSSE(w, req.ID)
 	if !ok {
 		writeRPC(w, http.StatusOK, req.ID, nil, rpcErr(rpcInternalError, "", "streaming unsupported"))
@@ -123,7 +124,7 @@ func (g *Gateway) rpcStream(w http.ResponseWriter, r *http.Request, tenant strin
 
 // streamTask sends task, then its updates after offset after until the
 // final one. A task that already ended gets its final status at once.
-func (g *Gateway) streamTask(ctx context.Context, s *taskSSE, tenant string, task *a2a.Task, after uint64) {
+func (g *Server) streamTask(ctx context.Context, s *taskSSE, tenant string, task *a2a.Task, after uint64) {
 	s.send(0, task)
 	m := newTaskEvents(string(task.ID), task.ContextID, task.Status.State)
 	if steps, ok := task.Metadata["steps"].(map[string]any); ok {
@@ -151,7 +152,7 @@ func (g *Gateway) streamTask(ctx context.Context, s *taskSSE, tenant string, tas
 
 // streamSend starts a task for message/stream (or decides an
 // input-required one) and returns it with the offset its updates follow.
-func (g *Gateway) streamSend(ctx context.Context, tenant string, params json.RawMessage) (*a2a.Task, uint64, *rpcError) {
+func (g *Server) streamSend(ctx context.Context, tenant string, params json.RawMessage) (*a2a.Task, uint64, *rpcError) {
 	sr, rerr := decodeSend(params)
 	if rerr != nil {
 		return nil, 0, rerr
@@ -189,7 +190,7 @@ func (g *Gateway) streamSend(ctx context.Context, tenant string, params json.Raw
 // checkpoint, which the orchestrator stores before publishing the events
 // of a transition, so no update is lost (one may repeat what the task
 // already shows).
-func (g *Gateway) resubscribe(ctx context.Context, tenant string, params json.RawMessage) (*a2a.Task, uint64, *rpcError) {
+func (g *Server) resubscribe(ctx context.Context, tenant string, params json.RawMessage) (*a2a.Task, uint64, *rpcError) {
 	id, hist, rerr := decodeTaskID(params)
 	if rerr != nil {
 		return nil, 0, rerr
@@ -209,10 +210,10 @@ func (g *Gateway) resubscribe(ctx context.Context, tenant string, params json.Ra
 }
 
 // tasksSendStream is the legacy stream: the same updates, bare.
-func (g *Gateway) tasksSendStream(ctx context.Context, w http.ResponseWriter, tenant string, task *a2a.Task) {
+func (g *Server) tasksSendStream(ctx context.Context, w http.ResponseWriter, tenant string, task *a2a.Task) {
 	s, ok := newTaskSSE(w, nil)
 	if !ok {
-		writeError(w, http.StatusInternalServerError, apiError{Code: "internal", Message: "streaming unsupported"})
+		g.gw.WriteError(w, http.StatusInternalServerError, "internal", "streaming unsupported", nil)
 		return
 	}
 	g.streamTask(ctx, s, tenant, task, 0)
@@ -223,11 +224,11 @@ var errStreamEnded = errors.New("gateway: event stream ended early")
 
 // follow feeds a workflow's records after offset after to fn until fn
 // returns true or ctx ends; keepalive, if set, runs every KeepAlive
-// meanwhile. It reads like the WebSocket and SSE streams do (feed): its own
-// ordered consumer while it replays, the workflow's hub once caught up; a
-// stream a whole send queue behind the live tail ends with errSlow (the
-// A2A client resubscribes).
-func (g *Gateway) follow(ctx context.Context, tenant, id string, after uint64, keepalive func(), fn func(bus.Record) bool) error {
+// meanwhile. It reads like the WebSocket and SSE streams do (fanout): its
+// own ordered consumer while it replays, the workflow's hub once caught up;
+// a stream a whole send queue behind the live tail ends with
+// fanout.ErrSlow (the A2A client resubscribes).
+func (g *Server) follow(ctx context.Context, tenant, id string, after uint64, keepalive func(), fn func(bus.Record) bool) error {
 	epoch, err := g.bus.Epoch(ctx)
 	if err != nil {
 		return err
@@ -237,46 +238,46 @@ func (g *Gateway) follow(ctx context.Context, tenant, id string, after uint64, k
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	q := newSendQueue(g.cfg.WS.SendQueueBytes, metricKindA2A)
-	sub := newSubscriber(q, after)
-	f := g.startFeed(ctx, sub, tenant, id, epoch, last <= after)
-	defer func() { cancel(); f.stop() }()
-	fed := f.done
+	q := fanout.NewQueue(g.sendQueueBytes, fanout.KindA2A)
+	sub := fanout.NewSubscriber(q, after)
+	f := g.hubs.StartFeed(ctx, sub, tenant, id, epoch, last <= after)
+	defer func() { cancel(); f.Stop() }()
+	fed := f.Done()
 	var tick <-chan time.Time
 	if keepalive != nil {
-		t := time.NewTicker(g.cfg.KeepAlive)
+		t := time.NewTicker(g.keepAlive)
 		defer t.Stop()
 		tick = t.C
 	}
 	for {
 		for {
-			it, ok := q.head()
+			it, ok := q.Head()
 			if !ok {
 				break
 			}
-			q.pop()
-			if it.rec != nil && fn(*it.rec) {
+			q.Pop()
+			if it.Record != nil && fn(*it.Record) {
 				return nil
 			}
-			if it.end {
+			if it.End {
 				return nil
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-q.overflow:
-			return errSlow
-		case <-sub.failed:
+		case <-q.Overflow():
+			return fanout.ErrSlow
+		case <-sub.Failed():
 			return fmt.Errorf("%w: %s", errStreamEnded, id)
 		case <-fed:
-			if f.err != nil {
-				return f.err
+			if f.Err() != nil {
+				return f.Err()
 			}
 			fed = nil
 		case <-tick:
 			keepalive()
-		case <-q.ready:
+		case <-q.Ready():
 		}
 	}
 }
