@@ -29,7 +29,17 @@ func QueueStream(replicas int, duplicates time.Duration) jetstream.StreamConfig 
 // replicas and dedup window of subjects.StreamReplies (as EnsureTimers
 // does for the timers).
 func (b *Bus) EnsureQueue(ctx context.Context) error {
-	s, err := b.js.Stream(ctx, subjects.StreamQueue)
+	var s jetstream.Stream
+	_, err := retryElection(ctx, b.electionWait, func(ctx context.Context) (err error) {
+		s, err = b.js.Stream(ctx, subjects.StreamQueue)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil
+		}
+		return err
+	})
+	if err == nil && s == nil {
+		err = jetstream.ErrStreamNotFound
+	}
 	if err == nil {
 		if have := s.CachedInfo().Config; have.Retention != jetstream.WorkQueuePolicy {
 			return &IncompatibleError{Kind: "stream", Name: subjects.StreamQueue,
@@ -40,7 +50,11 @@ func (b *Bus) EnsureQueue(ctx context.Context) error {
 	if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("bus: stream %s: %w", subjects.StreamQueue, err)
 	}
-	ref, err := b.js.Stream(ctx, subjects.StreamReplies)
+	var ref jetstream.Stream
+	_, err = retryElection(ctx, b.electionWait, func(ctx context.Context) (err error) {
+		ref, err = b.js.Stream(ctx, subjects.StreamReplies)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("bus: stream %s (to size %s): %w", subjects.StreamReplies, subjects.StreamQueue, err)
 	}

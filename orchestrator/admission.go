@@ -14,7 +14,6 @@ import (
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
-	"github.com/agentbus/agentbus/workflow"
 )
 
 // Flow control: tenants share a busy capability fairly.
@@ -23,31 +22,35 @@ import (
 // enter in arrival order (workers in any language bind to it, and a
 // work-queue stream allows no second consumer over the same subjects), so
 // fairness cannot be had by reordering that queue: it is had by keeping it
-// short. A step whose capability is busy — requests already wait in
-// AGENTBUS_STEPS for a worker (Pending at least twice the workers' slots,
-// as the consumer counts them), or steps already wait for admission — is not
-// dispatched: the engine puts it in AGENTBUS_QUEUE on
-// agentbus.<tenant>.queue.<capability>.<priority> (workflow.Policy.Park)
-// and it stays submitted. One orchestrator per capability (a lease in
-// AGENTBUS_LEASES) runs the capability's admission: whenever fewer
-// requests wait than twice the workers' slots, it takes the next waiting step —
-// the tenant furthest behind its weighted share (virtual time: each
-// admission advances its tenant's clock by 1/weight; a tenant that had
-// nothing waiting joins at the front's clock, so no credit is hoarded),
-// within it the highest priority, with every agingEvery-th admission of a
-// tenant going to its lowest priority instead so that none starves — and
-// applies workflow.Admitted to its workflow, which dispatches it. A tenant
-// alone gets every slot: the admission never holds a step while a slot is
-// free. A capability that is not busy costs nothing: its steps are
-// dispatched at once, as before.
+// short. When a capability is busy — as many requests wait in
+// AGENTBUS_STEPS for a worker as the workers have slots, and minWindow
+// more (the consumer counts both), or steps already wait for admission —
+// the engine sends a new step request to the tenant's queue of the
+// capability, agentbus.<tenant>.queue.<capability>.<priority> in
+// AGENTBUS_QUEUE (workflow.Policy.Park), instead of to the step subject.
+// The step is working and leased from its dispatch either way; the
+// watchdog looks for it in the queue too (lease.go). One orchestrator per
+// capability (a lease in AGENTBUS_LEASES) runs the capability's
+// admission: whenever fewer requests wait than that, it takes the next
+// request — of the tenant furthest behind its weighted share (virtual
+// time: each admission advances its tenant's clock by 1/weight; a tenant
+// that had nothing waiting joins at the front's clock, so no credit is
+// hoarded), within it of the highest priority, every agingEvery-th
+// admission of a tenant going to its lowest priority instead so that none
+// starves — and publishes it as it is (dedup key and all) on its step
+// subject, then removes it from the queue (bus.Admit). No checkpoint is
+// written. A tenant alone gets every slot: the admission never holds a
+// step while a slot is free. A capability that is not busy costs nothing:
+// its steps are dispatched at once, as before.
 
 // agingEvery is how often (in admissions of one tenant) the lowest
 // priority waiting is admitted instead of the highest.
 const agingEvery = 4
 
-// minWindow is how many requests may wait in AGENTBUS_STEPS for a
-// capability whose workers the consumer cannot count yet (none has pulled).
-const minWindow = 4
+// minWindow is how many requests may wait in AGENTBUS_STEPS beyond the
+// workers' slots (all of them, for a capability whose workers the
+// consumer cannot count yet: none has pulled).
+const minWindow = 2
 
 // admission is an orchestrator's part in flow control: the load probes that
 // decide whether a step is parked, and the admission loops of the
@@ -66,11 +69,15 @@ type admission struct {
 	waiting atomic.Bool
 }
 
-// probe is a capability's load as last read.
+// probe is a capability's load as last read, and the requests this
+// orchestrator may have sent to its step subject since: sent counts every
+// dispatch it let through (reserved when busy answered no), base what sent
+// was when the load was asked for.
 type probe struct {
 	at         time.Time
 	load       bus.Load
 	queued     uint64
+	sent, base uint64
 	refreshing bool
 }
 
@@ -91,14 +98,14 @@ func (f *admission) freed() {
 }
 
 // window is how many requests may wait in AGENTBUS_STEPS for a
-// capability: two per worker slot, so that a step admitted waits at most
-// two rounds of the workers, and a capability kept just busy by one
-// tenant's steady stream seldom parks any.
-func window(l bus.Load) int { return max(2*l.Slots(), minWindow) }
+// capability: one per worker slot and minWindow more, so that a step
+// admitted waits about one round of the workers, and a capability kept
+// just busy by one tenant's steady stream seldom parks any.
+func window(l bus.Load) int { return l.Slots() + minWindow }
 
 // park lists, among the capabilities of a workflow's plan (and their
 // fallbacks), those whose ready steps must wait for admission now.
-func (f *admission) park(cp *workflow.Checkpoint) map[string]bool {
+func (f *admission) park(plan events.Plan) map[string]bool {
 	if f == nil {
 		return nil
 	}
@@ -114,7 +121,7 @@ func (f *admission) park(cp *workflow.Checkpoint) map[string]bool {
 			out[c] = true
 		}
 	}
-	for _, s := range cp.Plan.Steps {
+	for _, s := range plan.Steps {
 		check(s.Capability)
 		check(s.Fallback)
 	}
@@ -127,14 +134,24 @@ func (f *admission) busy(capability string) bool {
 	f.mu.Lock()
 	p := f.probes[capability]
 	if p == nil {
-		p = &probe{}
-		f.probes[capability] = p
+		// The first look at a capability waits for its load: a burst of
+		// dispatches must not all pass before the first probe is back.
+		f.probes[capability] = &probe{refreshing: true}
+		f.mu.Unlock()
+		f.refresh(capability)
+		f.mu.Lock()
+		p = f.probes[capability]
 	}
 	stale := time.Since(p.at) > probeTTL && !p.refreshing
 	if stale {
 		p.refreshing = true
 	}
-	busy := !p.at.IsZero() && (p.queued > 0 || p.load.Pending >= uint64(window(p.load)))
+	busy := p.queued > 0 || p.load.Pending+p.sent-p.base >= uint64(window(p.load))
+	if !busy {
+		// Reserved: transitions run concurrently, and each that finds
+		// the capability free may send a request before the next probe.
+		p.sent++
+	}
 	f.mu.Unlock()
 	if stale {
 		go f.refresh(capability)
@@ -145,6 +162,9 @@ func (f *admission) busy(capability string) bool {
 func (f *admission) refresh(capability string) {
 	ctx, cancel := context.WithTimeout(f.o.backgroundCtx, 2*time.Second)
 	defer cancel()
+	f.mu.Lock()
+	base := f.probes[capability].sent
+	f.mu.Unlock()
 	load, err := f.o.bus.CapabilityLoad(ctx, capability)
 	if err != nil && !isNotFound(err) {
 		f.done(capability, nil)
@@ -160,7 +180,7 @@ func (f *admission) refresh(capability string) {
 	for _, w := range ws {
 		queued += w.Count
 	}
-	f.done(capability, &probe{at: time.Now(), load: load, queued: queued})
+	f.done(capability, &probe{at: time.Now(), load: load, queued: queued, base: base})
 }
 
 func (f *admission) done(capability string, p *probe) {
@@ -170,6 +190,8 @@ func (f *admission) done(capability string, p *probe) {
 		f.probes[capability].refreshing = false
 		return
 	}
+	old := f.probes[capability]
+	p.sent = old.sent // those sent since base are not in the load read
 	f.probes[capability] = p
 }
 

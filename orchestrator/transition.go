@@ -25,7 +25,7 @@ const maxConflicts = 32
 // policy is what the engine needs of the configuration and, for flow
 // control, of the load of the workflow's capabilities.
 func (o *Orchestrator) policy(cp *workflow.Checkpoint) workflow.Policy {
-	return workflow.Policy{ApprovalThreshold: o.cfg.ApprovalThreshold, StepLease: o.cfg.StepLease, Park: o.admission.park(cp)}
+	return workflow.Policy{ApprovalThreshold: o.cfg.ApprovalThreshold, StepLease: o.cfg.StepLease, Park: o.admission.park(cp.Plan)}
 }
 
 func (o *Orchestrator) load(ctx context.Context, tenant, wf string) (*workflow.Checkpoint, uint64, error) {
@@ -65,7 +65,16 @@ type applied struct {
 // begin applies an input to a new workflow's checkpoint (Planned, Forked,
 // Malformed): the checkpoint create then stores it.
 func (o *Orchestrator) begin(cp *workflow.Checkpoint, in workflow.Input) (workflow.Effects, []trace.Span, error) {
-	eff, err := workflow.Apply(cp, in, time.Now(), o.policy(cp))
+	pol := o.policy(cp)
+	switch in := in.(type) { // the plan is the input's until it is applied
+	case workflow.Planned:
+		pol.Park = o.admission.park(in.Plan)
+	case workflow.Forked:
+		if in.Source != nil {
+			pol.Park = o.admission.park(in.Source.Plan)
+		}
+	}
+	eff, err := workflow.Apply(cp, in, time.Now(), pol)
 	if err != nil {
 		return eff, nil, err
 	}
@@ -147,9 +156,10 @@ func (o *Orchestrator) apply(ctx context.Context, tenant, wf string, in workflow
 // checkpoint's outbox until they are. An outbox left by an earlier,
 // interrupted transition is published first (dedup keys make that
 // idempotent). A nil input only does that. An input the engine finds
-// stale or illegal is judged on the stored checkpoint, read from the
-// bucket's leader, never on this process's copy or a replica's, which may
-// lag behind another orchestrator's write; its error is returned as is.
+// stale or illegal is judged on the stored checkpoint, never on this
+// process's copy; a reply or verdict found illegal (an attempt never
+// dispatched) on the bucket's leader, since a replica may lag behind
+// another orchestrator's write. Its error is returned as is.
 func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in workflow.Input) (applied, error) {
 	key, err := subjects.CheckpointKey(tenant, wf)
 	if err != nil {
@@ -182,14 +192,23 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 		if in != nil {
 			eff, err = workflow.Apply(cp, in, time.Now(), o.policy(cp))
 		}
-		if refused := errors.Is(err, workflow.ErrStale) || errors.Is(err, workflow.ErrIllegal); refused && in != nil && (fromCache || !leader) {
-			// Decided again on the stored checkpoint, read from the leader:
-			// another orchestrator may have moved the workflow on (dispatched
-			// the step this reply answers).
+		refused := errors.Is(err, workflow.ErrStale) || errors.Is(err, workflow.ErrIllegal)
+		if refused && in != nil && fromCache {
+			// Decided again on the stored checkpoint: another orchestrator
+			// may have moved the workflow on (dispatched the step this
+			// reply answers).
 			o.cache.Delete(key)
+			useCache = false
+			continue
+		}
+		if refused && in != nil && !leader && errors.Is(err, workflow.ErrIllegal) && !control(in) {
+			// A reply for an attempt this copy never saw dispatched: a
+			// replica behind the leader, or a reply no orchestrator asked
+			// for. The leader's copy decides.
 			useCache, leader = false, true
 			continue
-		} else if refused {
+		}
+		if refused {
 			if !stale {
 				return applied{Status: cp.Status}, orNil(in, err)
 			}
@@ -360,11 +379,13 @@ func envelopes(cp *workflow.Checkpoint, msgs []workflow.Outgoing) []bus.Message 
 // request parked in a queue wakes the admission, a step finished frees a
 // slot for the next one waiting.
 func (o *Orchestrator) admitted(eff workflow.Effects) {
+	parked := false
 	for _, d := range eff.Dispatches {
-		if d.Parked {
-			o.admission.nudge()
-			return
-		}
+		parked = parked || d.Parked
+	}
+	if parked {
+		o.admission.nudge()
+		return
 	}
 	for _, tr := range eff.Transitions {
 		if tr.Cause == workflow.CauseReply {
@@ -372,4 +393,14 @@ func (o *Orchestrator) admitted(eff workflow.Effects) {
 			return
 		}
 	}
+}
+
+// control reports whether an input is a user's control, whose refusal is
+// an answer to the user rather than a message to drop.
+func control(in workflow.Input) bool {
+	switch in.Kind() {
+	case workflow.KindCancel, workflow.KindApprove, workflow.KindReject, workflow.KindResume:
+		return true
+	}
+	return false
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +16,7 @@ import (
 	"github.com/agentbus/agentbus/llm"
 	"github.com/agentbus/agentbus/orchestrator"
 	"github.com/agentbus/agentbus/sessions"
+	"github.com/agentbus/agentbus/subjects"
 )
 
 // planFlags configure how the orchestrator plans bare queries.
@@ -26,6 +29,10 @@ type planFlags struct {
 	// stepHold and submitBound are the reconciler's bounds
 	// (orchestrator.Config.StepHold, SubmitBound); 0 means the default.
 	stepHold, submitBound time.Duration
+	// tenantWeights and flowControl are flow control's settings
+	// (orchestrator.Config.TenantWeights, FlowControlOff).
+	tenantWeights string
+	flowControl   bool
 	// flags are the command's flags, to read --ack-wait from when the
 	// command runs workers too (serve).
 	flags *pflag.FlagSet
@@ -48,6 +55,10 @@ func (f *planFlags) register(cmd *cobra.Command) {
 		"dispatched again as a new, fenced attempt; must exceed the longest a live step can run (the workers' step timeout times their max deliveries)")
 	cmd.Flags().DurationVar(&f.submitBound, "submit-bound", orchestrator.DefaultSubmitBound, "how old an accepted submission still stored with no "+
 		"checkpoint may be before the reconciler starts it from the stream")
+	cmd.Flags().StringVar(&f.tenantWeights, "tenant-weights", "", "tenants' shares of a busy capability, e.g. acme=3,beta=1 "+
+		"(a tenant not named has weight 1); flow control admits waiting steps in proportion to them")
+	cmd.Flags().BoolVar(&f.flowControl, "flow-control", true, "share a busy capability fairly among tenants (and by priority within one): "+
+		"steps wait in AGENTBUS_QUEUE for a fair turn instead of queueing behind every earlier step; false dispatches every step at once")
 	f.flags = cmd.Flags()
 	// Checked before the command connects or starts anything.
 	prev := cmd.PreRunE
@@ -58,6 +69,9 @@ func (f *planFlags) register(cmd *cobra.Command) {
 			}
 		}
 		if _, err := f.lease(); err != nil {
+			return err
+		}
+		if _, err := parseWeights(f.tenantWeights); err != nil {
 			return err
 		}
 		if f.stepHold <= 0 || f.submitBound <= 0 {
@@ -111,8 +125,12 @@ func (f *planFlags) config(b *bus.Bus, log *slog.Logger) (orchestrator.Config, e
 	if err != nil {
 		return orchestrator.Config{}, err
 	}
+	weights, err := parseWeights(f.tenantWeights)
+	if err != nil {
+		return orchestrator.Config{}, err
+	}
 	cfg := orchestrator.Config{Bus: b, Logger: log, StepLease: lease, StepHold: f.stepHold, SubmitBound: f.submitBound,
-		Metrics: f.metrics.orchestratorMetrics()}
+		Metrics: f.metrics.orchestratorMetrics(), TenantWeights: weights, FlowControlOff: !f.flowControl}
 	cfg.TracerProvider = f.tracer
 	if f.llmURL == "" {
 		log.Info("planner: heuristic (no --llm-url)")
@@ -131,4 +149,33 @@ func (f *planFlags) config(b *bus.Bus, log *slog.Logger) (orchestrator.Config, e
 		return cfg, err
 	}
 	return cfg, nil
+}
+
+// maxWeight bounds a tenant's weight: beyond it a share is all but the
+// whole capability, which no weight needs to say.
+const maxWeight = 1000
+
+// parseWeights reads --tenant-weights: "tenant=weight" pairs separated by
+// commas, each tenant a valid tenant id and each weight 1–1000.
+func parseWeights(s string) (map[string]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	out := map[string]int{}
+	for _, pair := range strings.Split(s, ",") {
+		tenant, w, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		n, err := strconv.Atoi(w)
+		switch {
+		case !ok:
+			return nil, &exitError{code: exitUsage, msg: fmt.Sprintf("--tenant-weights: %q is not tenant=weight", pair)}
+		case subjects.ValidTenant(tenant) != nil:
+			return nil, &exitError{code: exitUsage, msg: fmt.Sprintf("--tenant-weights: %q: %v", pair, subjects.ValidTenant(tenant))}
+		case err != nil || n < 1 || n > maxWeight:
+			return nil, &exitError{code: exitUsage, msg: fmt.Sprintf("--tenant-weights: %q: the weight must be a whole number from 1 to %d", pair, maxWeight)}
+		case out[tenant] != 0:
+			return nil, &exitError{code: exitUsage, msg: fmt.Sprintf("--tenant-weights: tenant %q is named twice", tenant)}
+		}
+		out[tenant] = n
+	}
+	return out, nil
 }
