@@ -14,6 +14,7 @@ import (
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // Flow control: tenants share a busy capability fairly.
@@ -69,17 +70,22 @@ type admission struct {
 	waiting atomic.Bool
 }
 
-// probe is a capability's load as last read, and the requests this
-// orchestrator may have sent to its step subject since: sent counts every
-// dispatch it let through (reserved when busy answered no), base what sent
-// was when the load was asked for.
+// probe is a capability's load as last read, with this orchestrator's
+// requests since: reserved counts the transitions under way that found
+// the capability free (each may send it a request), recent the requests
+// sent to its step subject since the load was asked for.
 type probe struct {
-	at         time.Time
-	load       bus.Load
-	queued     uint64
-	sent, base uint64
-	refreshing bool
+	at               time.Time
+	load             bus.Load
+	bound            bool // a worker has made the capability's consumer
+	queued           uint64
+	reserved, recent int
+	refreshing       bool
 }
+
+// ahead is how many requests wait for the capability's workers, as far as
+// this orchestrator can tell.
+func (p *probe) ahead() int { return int(p.load.Pending) + p.reserved + p.recent }
 
 func newAdmission(o *Orchestrator) *admission {
 	return &admission{o: o, id: uuid.NewString(), probes: map[string]*probe{}, clock: map[string]map[string]float64{},
@@ -104,39 +110,68 @@ func (f *admission) freed() {
 func window(l bus.Load) int { return l.Slots() + minWindow }
 
 // park lists, among the capabilities of a workflow's plan (and their
-// fallbacks), those whose ready steps must wait for admission now.
-func (f *admission) park(plan events.Plan) map[string]bool {
+// fallbacks), those whose ready steps must wait for admission now, and
+// reserves a request on each of the others: the transition's effects
+// settle the reservation (settle).
+func (f *admission) park(plan events.Plan) (busy map[string]bool, reserved []string) {
 	if f == nil {
-		return nil
+		return nil, nil
 	}
-	var out map[string]bool
-	check := func(c string) {
-		if c == "" || out[c] {
-			return
-		}
-		if f.busy(c) {
-			if out == nil {
-				out = map[string]bool{}
-			}
-			out[c] = true
-		}
-	}
+	seen := map[string]bool{}
 	for _, s := range plan.Steps {
-		check(s.Capability)
-		check(s.Fallback)
+		for _, c := range []string{s.Capability, s.Fallback} {
+			if c == "" || seen[c] {
+				continue
+			}
+			seen[c] = true
+			if f.busy(c) {
+				if busy == nil {
+					busy = map[string]bool{}
+				}
+				busy[c] = true
+			} else {
+				reserved = append(reserved, c)
+			}
+		}
 	}
-	return out
+	return busy, reserved
+}
+
+// settle ends a transition's reservations: the requests it sent to step
+// subjects (none if it was not stored) count as recent.
+func (f *admission) settle(reserved []string, eff *workflow.Effects) {
+	if f == nil || len(reserved) == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range reserved {
+		if p := f.probes[c]; p != nil {
+			p.reserved--
+		}
+	}
+	if eff == nil {
+		return
+	}
+	for _, d := range eff.Dispatches {
+		if p := f.probes[d.Capability]; p != nil && !d.Parked {
+			p.recent++
+		}
+	}
 }
 
 // busy reports whether a capability's steps must wait for admission, from
-// its last probe, and reads it again in the background when it is old.
+// its last probe, reserving a request when it is not; it reads the load
+// again in the background when it is old. A capability no worker has
+// bound to is never busy: there is no one to be fair to yet.
 func (f *admission) busy(capability string) bool {
 	f.mu.Lock()
 	p := f.probes[capability]
 	if p == nil {
 		// The first look at a capability waits for its load: a burst of
 		// dispatches must not all pass before the first probe is back.
-		f.probes[capability] = &probe{refreshing: true}
+		// Meanwhile it counts as bound with no slot.
+		f.probes[capability] = &probe{refreshing: true, bound: true}
 		f.mu.Unlock()
 		f.refresh(capability)
 		f.mu.Lock()
@@ -146,11 +181,9 @@ func (f *admission) busy(capability string) bool {
 	if stale {
 		p.refreshing = true
 	}
-	busy := p.queued > 0 || p.load.Pending+p.sent-p.base >= uint64(window(p.load))
+	busy := p.queued > 0 || p.bound && p.ahead() >= window(p.load)
 	if !busy {
-		// Reserved: transitions run concurrently, and each that finds
-		// the capability free may send a request before the next probe.
-		p.sent++
+		p.reserved++
 	}
 	f.mu.Unlock()
 	if stale {
@@ -163,35 +196,38 @@ func (f *admission) refresh(capability string) {
 	ctx, cancel := context.WithTimeout(f.o.backgroundCtx, 2*time.Second)
 	defer cancel()
 	f.mu.Lock()
-	base := f.probes[capability].sent
+	recent := f.probes[capability].recent
 	f.mu.Unlock()
 	load, err := f.o.bus.CapabilityLoad(ctx, capability)
+	bound := err == nil
 	if err != nil && !isNotFound(err) {
-		f.done(capability, nil)
+		f.done(capability, nil, 0)
 		return
 	}
 	var queued uint64
 	filter, _ := subjects.QueueFilter(capability)
 	ws, err := f.o.bus.QueuedSteps(ctx, filter)
 	if err != nil {
-		f.done(capability, nil)
+		f.done(capability, nil, 0)
 		return
 	}
 	for _, w := range ws {
 		queued += w.Count
 	}
-	f.done(capability, &probe{at: time.Now(), load: load, queued: queued, base: base})
+	f.done(capability, &probe{at: time.Now(), load: load, bound: bound, queued: queued}, recent)
 }
 
-func (f *admission) done(capability string, p *probe) {
+// done installs a probe's reading; the requests sent before it was asked
+// for are in its load now.
+func (f *admission) done(capability string, p *probe, counted int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	old := f.probes[capability]
 	if p == nil {
-		f.probes[capability].refreshing = false
+		old.refreshing = false
 		return
 	}
-	old := f.probes[capability]
-	p.sent = old.sent // those sent since base are not in the load read
+	p.reserved, p.recent = old.reserved, max(old.recent-counted, 0)
 	f.probes[capability] = p
 }
 
@@ -265,6 +301,9 @@ func (f *admission) admit(ctx context.Context, capability string, ws []bus.Waiti
 		return err
 	}
 	free := window(load) - int(load.Pending)
+	if isNotFound(err) {
+		free = 1 << 20 // no worker has bound: nobody to be fair to, nothing held back
+	}
 	// waiting counts by tenant and priority.
 	waiting := map[string]*[6]uint64{}
 	for _, w := range ws {

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/agents/sleep"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/orchestrator"
+	"github.com/agentbus/agentbus/subjects"
 )
 
 // flowStack is a server, one worker serving sleep with slots steps at once,
@@ -133,7 +135,11 @@ func TestFairShareAmongTenants(t *testing.T) {
 			for i := range noisy {
 				submit(t, env.Bus, "noisy", fmt.Sprintf("n%d", i), sleeper(stepMS, 0))
 			}
-			tl.await("noisy", slots, 20*time.Second) // the backlog is there, the capability busy
+			tl.await("noisy", slots, 20*time.Second) // the capability is busy
+			// Every noisy submission is planned: quiet's must not wait
+			// behind them in the submissions stream, which is not what
+			// this test measures.
+			drained(t, env, subjects.StreamWorkflows)
 			for i := range quiet {
 				submit(t, env.Bus, "quiet", fmt.Sprintf("q%d", i), sleeper(stepMS, 0))
 			}
@@ -151,6 +157,31 @@ func TestFairShareAmongTenants(t *testing.T) {
 	}
 }
 
+// drained waits until a work-queue stream holds no message.
+func drained(t testing.TB, env *bustest.Env, stream string) {
+	t.Helper()
+	nc, err := nats.Connect(env.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s, err := js.Stream(context.Background(), stream)
+		if err == nil && s.CachedInfo().State.Msgs == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not drained within 20s (%v)", stream, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestPriorityWithinATenant: a priority-5 workflow submitted behind its
 // tenant's backlog of priority-1 steps runs within about one round of the
 // workers.
@@ -162,6 +193,7 @@ func TestPriorityWithinATenant(t *testing.T) {
 		submit(t, env.Bus, "solo", fmt.Sprintf("low%d", i), sleeper(stepMS, events.PriorityLowest))
 	}
 	tl.await("solo", slots, 20*time.Second)
+	drained(t, env, subjects.StreamWorkflows)
 	before := tl.count("solo")
 	submit(t, env.Bus, "solo", "urgent", sleeper(stepMS, events.PriorityHighest))
 	deadline := time.Now().Add(20 * time.Second)
@@ -202,6 +234,7 @@ func TestTenantWeights(t *testing.T) {
 		submit(t, env.Bus, "heavy", fmt.Sprintf("h%d", i), sleeper(stepMS, 0))
 		submit(t, env.Bus, "light", fmt.Sprintf("l%d", i), sleeper(stepMS, 0))
 	}
+	drained(t, env, subjects.StreamWorkflows)
 	tl.await("heavy", each, 30*time.Second)
 	tl.await("light", each, 30*time.Second)
 	// While both had steps waiting: the completions until heavy's last.

@@ -23,9 +23,11 @@ import (
 const maxConflicts = 32
 
 // policy is what the engine needs of the configuration and, for flow
-// control, of the load of the workflow's capabilities.
-func (o *Orchestrator) policy(cp *workflow.Checkpoint) workflow.Policy {
-	return workflow.Policy{ApprovalThreshold: o.cfg.ApprovalThreshold, StepLease: o.cfg.StepLease, Park: o.admission.park(cp.Plan)}
+// control, of the load of the plan's capabilities: those busy, and a
+// reservation on the others that settle ends.
+func (o *Orchestrator) policy(plan events.Plan) (workflow.Policy, []string) {
+	busy, reserved := o.admission.park(plan)
+	return workflow.Policy{ApprovalThreshold: o.cfg.ApprovalThreshold, StepLease: o.cfg.StepLease, Park: busy}, reserved
 }
 
 func (o *Orchestrator) load(ctx context.Context, tenant, wf string) (*workflow.Checkpoint, uint64, error) {
@@ -65,16 +67,18 @@ type applied struct {
 // begin applies an input to a new workflow's checkpoint (Planned, Forked,
 // Malformed): the checkpoint create then stores it.
 func (o *Orchestrator) begin(cp *workflow.Checkpoint, in workflow.Input) (workflow.Effects, []trace.Span, error) {
-	pol := o.policy(cp)
+	plan := cp.Plan
 	switch in := in.(type) { // the plan is the input's until it is applied
 	case workflow.Planned:
-		pol.Park = o.admission.park(in.Plan)
+		plan = in.Plan
 	case workflow.Forked:
 		if in.Source != nil {
-			pol.Park = o.admission.park(in.Source.Plan)
+			plan = in.Source.Plan
 		}
 	}
+	pol, reserved := o.policy(plan)
 	eff, err := workflow.Apply(cp, in, time.Now(), pol)
+	o.admission.settle(reserved, &eff)
 	if err != nil {
 		return eff, nil, err
 	}
@@ -190,7 +194,11 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 		var eff workflow.Effects
 		err = workflow.ErrStale
 		if in != nil {
-			eff, err = workflow.Apply(cp, in, time.Now(), o.policy(cp))
+			pol, reserved := o.policy(cp.Plan)
+			eff, err = workflow.Apply(cp, in, time.Now(), pol)
+			// Settled now, stored or not: a conflict retries with a new
+			// reservation.
+			o.admission.settle(reserved, &eff)
 		}
 		refused := errors.Is(err, workflow.ErrStale) || errors.Is(err, workflow.ErrIllegal)
 		if refused && in != nil && fromCache {
