@@ -73,7 +73,9 @@ type admission struct {
 // probe is a capability's load as last read, with this orchestrator's
 // requests since: reserved counts the transitions under way that found
 // the capability free (each may send it a request), recent the requests
-// sent to its step subject since the load was asked for.
+// it sent to the step subject since the load was asked for, less the
+// replies of the capability's steps it recorded meanwhile (each was a
+// request taken off the subject).
 type probe struct {
 	at               time.Time
 	load             bus.Load
@@ -85,7 +87,7 @@ type probe struct {
 
 // ahead is how many requests wait for the capability's workers, as far as
 // this orchestrator can tell.
-func (p *probe) ahead() int { return int(p.load.Pending) + p.reserved + p.recent }
+func (p *probe) ahead() int { return max(int(p.load.Pending)+p.recent, 0) + p.reserved }
 
 func newAdmission(o *Orchestrator) *admission {
 	return &admission{o: o, id: uuid.NewString(), probes: map[string]*probe{}, clock: map[string]map[string]float64{},
@@ -107,13 +109,15 @@ func (f *admission) freed() {
 // capability: one per worker slot and minWindow more, so that a step
 // admitted waits about one round of the workers, and a capability kept
 // just busy by one tenant's steady stream seldom parks any.
-func window(l bus.Load) int { return l.Slots() + minWindow }
+func window(l bus.Load) int { return 2*l.Slots() + minWindow }
 
 // park lists, among the capabilities of a workflow's plan (and their
 // fallbacks), those whose ready steps must wait for admission now, and
 // reserves a request on each of the others: the transition's effects
-// settle the reservation (settle).
-func (f *admission) park(plan events.Plan) (busy map[string]bool, reserved []string) {
+// settle the reservation (settle). A reply's transition names its step's
+// capability as freed: the reply frees the slot its next step would take,
+// so that one is neither reserved nor counted against the window.
+func (f *admission) park(plan events.Plan, freed string) (busy map[string]bool, reserved []string) {
 	if f == nil {
 		return nil, nil
 	}
@@ -123,8 +127,18 @@ func (f *admission) park(plan events.Plan) (busy map[string]bool, reserved []str
 			if c == "" || seen[c] {
 				continue
 			}
+			if c == freed {
+				seen[c] = true
+				if f.busy(c, true) {
+					if busy == nil {
+						busy = map[string]bool{}
+					}
+					busy[c] = true
+				}
+				continue
+			}
 			seen[c] = true
-			if f.busy(c) {
+			if f.busy(c, c == freed) {
 				if busy == nil {
 					busy = map[string]bool{}
 				}
@@ -140,7 +154,7 @@ func (f *admission) park(plan events.Plan) (busy map[string]bool, reserved []str
 // settle ends a transition's reservations: the requests it sent to step
 // subjects (none if it was not stored) count as recent.
 func (f *admission) settle(reserved []string, eff *workflow.Effects) {
-	if f == nil || len(reserved) == 0 {
+	if f == nil {
 		return
 	}
 	f.mu.Lock()
@@ -153,9 +167,20 @@ func (f *admission) settle(reserved []string, eff *workflow.Effects) {
 	if eff == nil {
 		return
 	}
+	f.count(eff)
+}
+
+// count notes what a transition did to its capabilities' step subjects:
+// requests sent, and replies recorded. The caller holds f.mu.
+func (f *admission) count(eff *workflow.Effects) {
 	for _, d := range eff.Dispatches {
 		if p := f.probes[d.Capability]; p != nil && !d.Parked {
 			p.recent++
+		}
+	}
+	for _, tr := range eff.Transitions {
+		if p := f.probes[tr.Capability]; p != nil && tr.StepID != "" && tr.Cause == workflow.CauseReply {
+			p.recent--
 		}
 	}
 }
@@ -164,7 +189,7 @@ func (f *admission) settle(reserved []string, eff *workflow.Effects) {
 // its last probe, reserving a request when it is not; it reads the load
 // again in the background when it is old. A capability no worker has
 // bound to is never busy: there is no one to be fair to yet.
-func (f *admission) busy(capability string) bool {
+func (f *admission) busy(capability string, freed bool) bool {
 	f.mu.Lock()
 	p := f.probes[capability]
 	if p == nil {
@@ -181,8 +206,12 @@ func (f *admission) busy(capability string) bool {
 	if stale {
 		p.refreshing = true
 	}
-	busy := p.queued > 0 || p.bound && p.ahead() >= window(p.load)
-	if !busy {
+	credit := 0
+	if freed {
+		credit = 1
+	}
+	busy := p.queued > 0 || p.bound && p.ahead()-credit >= window(p.load)
+	if !busy && !freed {
 		p.reserved++
 	}
 	f.mu.Unlock()
@@ -227,7 +256,7 @@ func (f *admission) done(capability string, p *probe, counted int) {
 		old.refreshing = false
 		return
 	}
-	p.reserved, p.recent = old.reserved, max(old.recent-counted, 0)
+	p.reserved, p.recent = old.reserved, old.recent-counted
 	f.probes[capability] = p
 }
 
