@@ -184,7 +184,7 @@ func (x *tx) request(s events.PlanStep, t *Task, deps map[string]json.RawMessage
 	if err != nil {
 		return err
 	}
-	cp.Phase = PhaseExecuting
+	x.setStatus(cp.Status, PhaseExecuting, cause)
 	if cp.Watch == 0 {
 		if err := x.armWatch(); err != nil {
 			return err
