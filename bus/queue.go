@@ -224,3 +224,28 @@ func take(cons jetstream.Consumer, subj string) (*QueuedStep, error) {
 	}
 	return nil, fmt.Errorf("%w: no step waits on %s", ErrNotFound, subj)
 }
+
+// StepCounts counts the requests stored on a capability's step subject by
+// tenant: those waiting for a worker and those running (a request leaves
+// the work-queue stream when its worker acknowledges it, after its reply).
+func (b *Bus) StepCounts(ctx context.Context, capability string) (map[string]uint64, error) {
+	filter, err := subjects.StepFilter(capability)
+	if err != nil {
+		return nil, err
+	}
+	s, err := b.js.Stream(ctx, subjects.StreamSteps)
+	if err != nil {
+		return nil, fmt.Errorf("bus: stream %s: %w", subjects.StreamSteps, err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return nil, fmt.Errorf("bus: stream %s: %w", subjects.StreamSteps, err)
+	}
+	out := make(map[string]uint64, len(info.State.Subjects))
+	for subj, n := range info.State.Subjects {
+		if p, err := subjects.Parse(subj); err == nil {
+			out[p.Tenant] += n
+		}
+	}
+	return out, nil
+}

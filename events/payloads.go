@@ -193,6 +193,10 @@ type Progress struct {
 	Percent        float64 `json:"percent"`
 	StepID         string  `json:"step_id,omitempty"`
 	Message        string  `json:"message,omitempty"`
+	// ThrottledUntil, when set, says the step waits for its tenant's limit
+	// on its capability (flow control) until about then; it is not failed
+	// for it.
+	ThrottledUntil *time.Time `json:"throttled_until,omitempty"`
 }
 
 // Artifact is the data of TypeArtifact: a result or a chunk of one. Chunks of

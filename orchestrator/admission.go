@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,7 +67,11 @@ type admission struct {
 	clock  map[string]map[string]float64 // capability → tenant → virtual time
 	turns  map[string]int                // tenant/capability → admissions
 	leases map[string]*admitLease        // capability → lease state
-	wake   chan struct{}
+	// buckets are the rate limits' token buckets, by tenant/capability;
+	// throttled the requests whose followers were told they wait.
+	buckets   map[string]*bucket
+	throttled map[string]bool
+	wake      chan struct{}
 	// waiting is set while the last round found steps waiting.
 	waiting atomic.Bool
 }
@@ -91,7 +97,8 @@ func (p *probe) ahead() int { return max(int(p.load.Pending)+p.recent, 0) + p.re
 
 func newAdmission(o *Orchestrator) *admission {
 	return &admission{o: o, id: uuid.NewString(), probes: map[string]*probe{}, clock: map[string]map[string]float64{},
-		turns: map[string]int{}, leases: map[string]*admitLease{}, wake: make(chan struct{}, 1)}
+		turns: map[string]int{}, leases: map[string]*admitLease{}, buckets: map[string]*bucket{}, throttled: map[string]bool{},
+		wake: make(chan struct{}, 1)}
 }
 
 // probeTTL is how long a capability's load is reused before it is read
@@ -117,14 +124,25 @@ func window(l bus.Load) int { return 2*l.Slots() + minWindow }
 // settle the reservation (settle). A reply's transition names its step's
 // capability as freed: the reply frees the slot its next step would take,
 // so that one is neither reserved nor counted against the window.
-func (f *admission) park(plan events.Plan, freed string) (busy map[string]bool, reserved []string) {
+func (f *admission) park(tenant string, plan events.Plan, freed string) (busy map[string]bool, reserved []string) {
 	if f == nil {
 		return nil, nil
+	}
+	mark := func(c string) {
+		if busy == nil {
+			busy = map[string]bool{}
+		}
+		busy[c] = true
 	}
 	seen := map[string]bool{}
 	for _, s := range plan.Steps {
 		for _, c := range []string{s.Capability, s.Fallback} {
 			if c == "" || seen[c] {
+				continue
+			}
+			if f.o.limited(tenant, c) {
+				seen[c] = true
+				mark(c) // a limited tenant's steps always pass the admission
 				continue
 			}
 			if c == freed {
@@ -341,9 +359,26 @@ func (f *admission) admit(ctx context.Context, capability string, ws []bus.Waiti
 		}
 		waiting[w.Tenant][w.Priority] += w.Count
 	}
+	var inFlight map[string]uint64
+	for t := range waiting {
+		if f.o.limited(t, capability) {
+			if inFlight, err = f.o.bus.StepCounts(ctx, capability); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	now := time.Now()
 	for free > 0 && len(waiting) > 0 {
 		tenant := f.next(capability, waiting)
 		prio := f.priority(tenant, capability, waiting[tenant])
+		if ok, why, until := f.check(tenant, capability, inFlight[tenant], now); !ok {
+			// Over its limit: its steps wait; the one at the head is told
+			// so, once. Others share the free slots meanwhile.
+			f.throttle(ctx, tenant, capability, prio, why, until)
+			delete(waiting, tenant)
+			continue
+		}
 		q, err := f.o.bus.TakeQueued(ctx, tenant, capability, prio, f.o.cfg.AckWait)
 		if errors.Is(err, bus.ErrNotFound) {
 			f.drop(waiting, tenant, prio, true)
@@ -358,6 +393,9 @@ func (f *admission) admit(ctx context.Context, capability string, ws []bus.Waiti
 		}
 		f.drop(waiting, tenant, prio, false)
 		free--
+		if inFlight != nil {
+			inFlight[tenant]++
+		}
 		f.advance(capability, tenant)
 		f.o.cfg.Metrics.admitted(tenant, capability, time.Since(q.At))
 	}
@@ -520,4 +558,38 @@ func (f *admission) lease(ctx context.Context, capability string) (bool, error) 
 	}
 	l.held, l.renewedAt = err == nil, now
 	return l.held, err
+}
+
+// throttle tells the followers of the step at the head of a tenant's queue
+// that it waits for the tenant's limit, once per request: it takes the
+// request, applies workflow.Throttled to its workflow, and puts it back.
+func (f *admission) throttle(ctx context.Context, tenant, capability string, prio int, why string, until time.Time) {
+	q, err := f.o.bus.TakeQueued(ctx, tenant, capability, prio, f.o.cfg.AckWait)
+	if err != nil {
+		return
+	}
+	defer func() { _ = q.Nak(0) }()
+	f.mu.Lock()
+	seen := f.throttled[q.MsgID]
+	f.throttled[q.MsgID] = true
+	if len(f.throttled) > 100_000 { // bounded: forgetting only repeats a note
+		clear(f.throttled)
+	}
+	f.mu.Unlock()
+	if seen {
+		return
+	}
+	// The request's dedup key is events.StepKey: tenant/workflow/step/attempt.
+	parts := strings.Split(q.MsgID, "/")
+	if len(parts) != 4 {
+		return
+	}
+	attempt, err := strconv.Atoi(parts[3])
+	if err != nil {
+		return
+	}
+	if _, err := f.o.apply(ctx, tenant, parts[1], workflow.Throttled{StepID: parts[2], Attempt: attempt, Until: until, Reason: why}); err != nil && !isNotFound(err) {
+		f.o.log.Debug("throttled note", "workflow", parts[1], "step", parts[2], "err", err)
+	}
+	f.o.cfg.Metrics.throttledStep(tenant, capability)
 }

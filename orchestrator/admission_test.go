@@ -262,3 +262,58 @@ func TestTenantWeights(t *testing.T) {
 		t.Errorf("heavy:light = %d:%d = %.2f, want 3 ± 20%%", heavy, light, ratio)
 	}
 }
+
+// TestRateLimit: a tenant's steps of a capability are admitted at its
+// rate, each waiting one told so by a progress event; none fails.
+func TestRateLimit(t *testing.T) {
+	const n, rate = 40, 20.0
+	env := flowStack(t, 8, orchestrator.Config{Limits: map[string]orchestrator.Limit{orchestrator.LimitKey("metered", "*"): {PerSecond: rate}}})
+	tl := watchCompletions(t, env)
+	throttled := make(chan string, n)
+	nc, err := nats.Connect(env.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Subscribe("agentbus.metered.events.*", func(m *nats.Msg) {
+		var p events.Progress
+		if m.Header.Get(events.HeaderType) == string(events.TypeProgress) && json.Unmarshal(m.Data, &p) == nil && p.ThrottledUntil != nil {
+			throttled <- m.Header.Get(events.HeaderWorkflow)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := range n {
+		submit(t, env.Bus, "metered", fmt.Sprintf("m%d", i), sleeper(1, 0))
+	}
+	tl.await("metered", n, 30*time.Second)
+	took := time.Since(start)
+	// A burst of a tenth of a second's worth, then one every 1/rate.
+	if want := time.Duration(float64(n-2) / rate * float64(time.Second) * 0.9); took < want {
+		t.Errorf("%d steps at %g/s took %s, want at least %s", n, rate, took.Round(time.Millisecond), want)
+	}
+	if len(throttled) == 0 {
+		t.Error("no progress event said a step was throttled")
+	}
+	t.Logf("%d steps at %g/s took %s; %d throttled notes", n, rate, took.Round(time.Millisecond), len(throttled))
+}
+
+// TestMaxInFlight: a tenant limited to 2 steps of a capability in flight
+// runs its steps two at a time though the workers have more slots.
+func TestMaxInFlight(t *testing.T) {
+	const n, stepMS, slots, limit = 12, 40, 6, 2
+	env := flowStack(t, slots, orchestrator.Config{Limits: map[string]orchestrator.Limit{orchestrator.LimitKey("capped", sleep.Capability): {MaxInFlight: limit}}})
+	tl := watchCompletions(t, env)
+	start := time.Now()
+	for i := range n {
+		submit(t, env.Bus, "capped", fmt.Sprintf("c%d", i), sleeper(stepMS, 0))
+	}
+	tl.await("capped", n, 30*time.Second)
+	took := time.Since(start)
+	// Two at a time: n/2 rounds of a step; with every slot, n/slots.
+	if want := time.Duration(n/limit*stepMS) * time.Millisecond * 9 / 10; took < want {
+		t.Errorf("%d steps limited to %d in flight took %s, want at least %s", n, limit, took.Round(time.Millisecond), want)
+	}
+	t.Logf("%d steps of %d ms, %d in flight at most: %s", n, stepMS, limit, took.Round(time.Millisecond))
+}

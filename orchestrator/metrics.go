@@ -47,6 +47,7 @@ const (
 //	                                                                  as the admission loop last counted them
 //	agentbus_orchestrator_flow_admitted_total{tenant,capability}      steps admitted from the queue
 //	agentbus_orchestrator_flow_wait_seconds{tenant,capability}        histogram: an admitted step's wait in the queue
+//	agentbus_orchestrator_flow_throttled_total{tenant,capability}     steps told they wait for their tenant's limit
 //	agentbus_registry_instances{health}                               agent instances in the registry by health (read on
 //	                                                                  scrape, cached a few seconds)
 //
@@ -69,6 +70,7 @@ type Metrics struct {
 	flowQueued       *prometheus.GaugeVec
 	flowAdmitted     *prometheus.CounterVec
 	flowWait         *prometheus.HistogramVec
+	flowThrottled    *prometheus.CounterVec
 	// flowSeen is which queued gauges were set, so that a queue emptied
 	// reads 0 rather than its last count.
 	flowMu   sync.Mutex
@@ -109,9 +111,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		flowAdmitted: count("flow_admitted_total", "Steps admitted from their capability's queue, by tenant and capability.", "tenant", "capability"),
 		flowWait:     hist("flow_wait_seconds", "Admitted steps' wait in their capability's queue, by tenant and capability.", "tenant", "capability"),
 		flowSeen:     map[[2]string]bool{},
+		flowThrottled: count("flow_throttled_total", "Steps told they wait in their queue for their tenant's limit (in flight or rate), by tenant and capability.",
+			"tenant", "capability"),
 	}
 	for _, c := range []prometheus.Collector{m.started, m.finished, m.duration, m.phases, m.steps, m.stepQueue, m.stepRun,
-		m.stepFallbacks, m.redispatches, m.recoveries, m.plannerFallbacks, m.instances, m.flowQueued, m.flowAdmitted, m.flowWait} {
+		m.stepFallbacks, m.redispatches, m.recoveries, m.plannerFallbacks, m.instances, m.flowQueued, m.flowAdmitted, m.flowWait, m.flowThrottled} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -204,6 +208,14 @@ func (m *Metrics) admitted(tenant, capability string, wait time.Duration) {
 	}
 	m.flowAdmitted.WithLabelValues(tenant, capability).Inc()
 	m.flowWait.WithLabelValues(tenant, capability).Observe(wait.Seconds())
+}
+
+// throttledStep counts a step told it waits for its tenant's limit.
+func (m *Metrics) throttledStep(tenant, capability string) {
+	if m == nil {
+		return
+	}
+	m.flowThrottled.WithLabelValues(tenant, capability).Inc()
 }
 
 // recovered counts one recovery of the reconciler.

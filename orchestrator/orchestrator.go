@@ -108,6 +108,9 @@ type Config struct {
 	// TenantWeights are the tenants' shares of a busy capability (flow
 	// control, admission.go); a tenant not named has weight 1.
 	TenantWeights map[string]int
+	// Limits bound tenants' use of capabilities, by LimitKey (flow
+	// control, limits.go).
+	Limits map[string]Limit
 	// FlowControlOff dispatches every ready step at once, as before flow
 	// control: a tenant's backlog then delays every other tenant behind it.
 	FlowControlOff bool
@@ -266,6 +269,8 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		leases: leases, sessions: cfg.Sessions}
 	if !cfg.FlowControlOff {
 		o.admission = newAdmission(o)
+	} else if len(cfg.Limits) > 0 {
+		return nil, fmt.Errorf("orchestrator: limits need flow control, which is off")
 	}
 	o.backgroundCtx, o.cancelBackground = context.WithCancel(context.WithoutCancel(ctx))
 	o.scan = newScanner(o, leases)

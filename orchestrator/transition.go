@@ -25,8 +25,8 @@ const maxConflicts = 32
 // policy is what the engine needs of the configuration and, for flow
 // control, of the load of the plan's capabilities: those busy, and a
 // reservation on the others that settle ends.
-func (o *Orchestrator) policy(plan events.Plan, freed string) (workflow.Policy, []string) {
-	busy, reserved := o.admission.park(plan, freed)
+func (o *Orchestrator) policy(tenant string, plan events.Plan, freed string) (workflow.Policy, []string) {
+	busy, reserved := o.admission.park(tenant, plan, freed)
 	return workflow.Policy{ApprovalThreshold: o.cfg.ApprovalThreshold, StepLease: o.cfg.StepLease, Park: busy}, reserved
 }
 
@@ -76,7 +76,7 @@ func (o *Orchestrator) begin(cp *workflow.Checkpoint, in workflow.Input) (workfl
 			plan = in.Source.Plan
 		}
 	}
-	pol, reserved := o.policy(plan, "")
+	pol, reserved := o.policy(cp.TenantID, plan, "")
 	eff, err := workflow.Apply(cp, in, time.Now(), pol)
 	o.admission.settle(reserved, &eff)
 	if err != nil {
@@ -194,7 +194,7 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 		var eff workflow.Effects
 		err = workflow.ErrStale
 		if in != nil {
-			pol, reserved := o.policy(cp.Plan, freed(cp, in))
+			pol, reserved := o.policy(cp.TenantID, cp.Plan, freed(cp, in))
 			eff, err = workflow.Apply(cp, in, time.Now(), pol)
 			// Settled now, stored or not: a conflict retries with a new
 			// reservation.

@@ -120,6 +120,9 @@ func admit(cp *Checkpoint, in Input) error {
 	case Abandoned:
 		_, err := live(cp, in, in.StepID, in.Attempt, true)
 		return err
+	case Throttled:
+		_, err := live(cp, in, in.StepID, in.Attempt, true)
+		return err
 	case Note:
 		if planning(cp) {
 			return illegal(cp, in, "the workflow has no plan yet")
@@ -236,6 +239,8 @@ func (x *tx) apply(in Input) error {
 			Message: in.Message, Recovery: events.RecoveryStepDown})
 	case Abandoned:
 		return x.abandoned(in)
+	case Throttled:
+		return x.throttled(in)
 	case Note:
 		return x.emit(events.TypeStatus, "", events.Status{State: x.cp.Status, Message: in.Message, Recovery: in.Recovery})
 	}

@@ -131,6 +131,13 @@ var transitions = []struct {
 	{"rejected", workflow.KindSteppedDown, "stale"},
 	{"rejected", workflow.KindAbandoned, "stale"},
 	{"rejected", workflow.KindNote, "stale"},
+	{"planning", workflow.KindThrottled, "illegal"},
+	{"working", workflow.KindThrottled, "working [progress]"},
+	{"input-required", workflow.KindThrottled, "input-required [progress]"},
+	{"failed", workflow.KindThrottled, "stale"},
+	{"completed", workflow.KindThrottled, "stale"},
+	{"canceled", workflow.KindThrottled, "stale"},
+	{"rejected", workflow.KindThrottled, "stale"},
 }
 
 func TestApplyTable(t *testing.T) {

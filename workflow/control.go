@@ -153,3 +153,21 @@ func (x *tx) abandoned(in Abandoned) error {
 	cp.ResumeCount++
 	return x.emit(events.TypeStatus, in.StepID, events.Status{State: events.StateWorking, StepID: in.StepID, Message: in.Message, Recovery: events.RecoveryRedispatch})
 }
+
+// throttled tells the workflow's followers that a step waits for its
+// tenant's limit on its capability.
+func (x *tx) throttled(in Throttled) error {
+	cp := x.cp
+	done := 0
+	for id := range cp.Tasks {
+		if cp.Settled(id) {
+			done++
+		}
+	}
+	until := in.Until.UTC()
+	return x.emit(events.TypeProgress, in.StepID, events.Progress{
+		CompletedSteps: done, TotalSteps: len(cp.Tasks), Percent: 100 * float64(done) / float64(max(len(cp.Tasks), 1)), StepID: in.StepID,
+		Message: fmt.Sprintf("step %s throttled: %s; it waits in its queue until about %s", in.StepID, in.Reason, until.Format(time.RFC3339Nano)),
+		ThrottledUntil: &until,
+	})
+}

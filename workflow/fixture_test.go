@@ -116,6 +116,7 @@ func inputs(step string) []workflow.Input {
 		workflow.SteppedDown{StepID: step, Attempt: 1, Message: "stepped down"},
 		workflow.Abandoned{StepID: step, Attempt: 1, Message: "abandoned"},
 		workflow.Note{Message: "noted", Recovery: events.RecoverySubmission},
+		workflow.Throttled{StepID: step, Attempt: 1, Until: t0.Add(time.Minute), Reason: "rate limit"},
 	}
 }
 

@@ -31,7 +31,7 @@ var kindNames = map[workflow.Kind]string{
 	workflow.KindCancel: "KindCancel", workflow.KindApprove: "KindApprove", workflow.KindReject: "KindReject",
 	workflow.KindResume: "KindResume", workflow.KindDeadline: "KindDeadline", workflow.KindLost: "KindLost",
 	workflow.KindHeld: "KindHeld", workflow.KindSteppedDown: "KindSteppedDown", workflow.KindAbandoned: "KindAbandoned",
-	workflow.KindNote: "KindNote",
+	workflow.KindNote: "KindNote", workflow.KindThrottled: "KindThrottled",
 }
 
 func kindName(k workflow.Kind) string { return kindNames[k] }

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/agentbus/agentbus/events"
 )
@@ -34,6 +35,7 @@ const (
 	KindSteppedDown
 	KindAbandoned
 	KindNote
+	KindThrottled
 )
 
 var kindNames = map[Kind]string{
@@ -41,13 +43,13 @@ var kindNames = map[Kind]string{
 	KindCompleted: "step completed", KindFailed: "step failed", KindMalformedReply: "malformed reply",
 	KindCancel: "cancel", KindApprove: "approve", KindReject: "reject", KindResume: "resume",
 	KindDeadline: "deadline", KindLost: "step lost", KindHeld: "step held", KindSteppedDown: "consumer stepped down",
-	KindAbandoned: "attempt abandoned", KindNote: "note",
+	KindAbandoned: "attempt abandoned", KindNote: "note", KindThrottled: "throttled",
 }
 
 // Kinds lists every kind of input, in order.
 func Kinds() []Kind {
 	out := make([]Kind, 0, len(kindNames))
-	for k := KindPlanned; k <= KindNote; k++ {
+	for k := KindPlanned; k <= KindThrottled; k++ {
 		out = append(out, k)
 	}
 	return out
@@ -148,6 +150,19 @@ type Abandoned struct {
 // Note adds a status event to a live workflow (a recovery of the
 // reconciler's), with its recovery kind.
 type Note struct{ Message, Recovery string }
+
+// Throttled says a step attempt waits in its capability's queue for its
+// tenant's limit (in flight or rate) until about Until: a progress event
+// for whoever follows the workflow. The step is not failed for it.
+type Throttled struct {
+	StepID  string
+	Attempt int
+	Until   time.Time
+	Reason  string
+}
+
+// Kind implements Input.
+func (Throttled) Kind() Kind { return KindThrottled }
 
 // Kind implements Input.
 func (Planned) Kind() Kind { return KindPlanned }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ type planFlags struct {
 	// (orchestrator.Config.TenantWeights, FlowControlOff).
 	tenantWeights string
 	flowControl   bool
+	// maxInFlight and rateLimit are per tenant/capability limits
+	// (orchestrator.Config.Limits).
+	maxInFlight, rateLimit string
 	// flags are the command's flags, to read --ack-wait from when the
 	// command runs workers too (serve).
 	flags *pflag.FlagSet
@@ -59,6 +63,10 @@ func (f *planFlags) register(cmd *cobra.Command) {
 		"(a tenant not named has weight 1); flow control admits waiting steps in proportion to them")
 	cmd.Flags().BoolVar(&f.flowControl, "flow-control", true, "share a busy capability fairly among tenants (and by priority within one): "+
 		"steps wait in AGENTBUS_QUEUE for a fair turn instead of queueing behind every earlier step; false dispatches every step at once")
+	cmd.Flags().StringVar(&f.maxInFlight, "max-in-flight", "", "bound a tenant's steps of a capability waiting for or held by a worker at once, "+
+		"e.g. acme/search=4,beta/*=2 (* is every capability without its own); a step over it waits in its queue")
+	cmd.Flags().StringVar(&f.rateLimit, "rate-limit", "", "bound a tenant's steps of a capability admitted a second, e.g. acme/search=10,beta/*=2.5; "+
+		"a step over it waits in its queue with a progress event saying until when")
 	f.flags = cmd.Flags()
 	// Checked before the command connects or starts anything.
 	prev := cmd.PreRunE
@@ -72,6 +80,9 @@ func (f *planFlags) register(cmd *cobra.Command) {
 			return err
 		}
 		if _, err := parseWeights(f.tenantWeights); err != nil {
+			return err
+		}
+		if _, err := f.limits(); err != nil {
 			return err
 		}
 		if f.stepHold <= 0 || f.submitBound <= 0 {
@@ -129,8 +140,12 @@ func (f *planFlags) config(b *bus.Bus, log *slog.Logger) (orchestrator.Config, e
 	if err != nil {
 		return orchestrator.Config{}, err
 	}
+	limits, err := f.limits()
+	if err != nil {
+		return orchestrator.Config{}, err
+	}
 	cfg := orchestrator.Config{Bus: b, Logger: log, StepLease: lease, StepHold: f.stepHold, SubmitBound: f.submitBound,
-		Metrics: f.metrics.orchestratorMetrics(), TenantWeights: weights, FlowControlOff: !f.flowControl}
+		Metrics: f.metrics.orchestratorMetrics(), TenantWeights: weights, FlowControlOff: !f.flowControl, Limits: limits}
 	cfg.TracerProvider = f.tracer
 	if f.llmURL == "" {
 		log.Info("planner: heuristic (no --llm-url)")
@@ -176,6 +191,63 @@ func parseWeights(s string) (map[string]int, error) {
 			return nil, &exitError{code: exitUsage, msg: fmt.Sprintf("--tenant-weights: tenant %q is named twice", tenant)}
 		}
 		out[tenant] = n
+	}
+	return out, nil
+}
+
+// limits reads --max-in-flight and --rate-limit: "tenant/capability=value"
+// pairs separated by commas (capability * for every one without its own).
+func (f *planFlags) limits() (map[string]orchestrator.Limit, error) {
+	out := map[string]orchestrator.Limit{}
+	for _, fl := range []struct {
+		name, value string
+		set         func(l *orchestrator.Limit, v float64) error
+	}{
+		{"--max-in-flight", f.maxInFlight, func(l *orchestrator.Limit, v float64) error {
+			if v != math.Trunc(v) || v < 1 {
+				return fmt.Errorf("must be a whole number of steps, at least 1")
+			}
+			l.MaxInFlight = int(v)
+			return nil
+		}},
+		{"--rate-limit", f.rateLimit, func(l *orchestrator.Limit, v float64) error {
+			if v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+				return fmt.Errorf("must be a positive number of steps a second")
+			}
+			l.PerSecond = v
+			return nil
+		}},
+	} {
+		if strings.TrimSpace(fl.value) == "" {
+			continue
+		}
+		for _, pair := range strings.Split(fl.value, ",") {
+			key, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
+			tenant, capability, ok2 := strings.Cut(key, "/")
+			v, err := strconv.ParseFloat(val, 64)
+			switch {
+			case !ok || !ok2:
+				return nil, &exitError{code: exitUsage, msg: fmt.Sprintf("%s: %q is not tenant/capability=value", fl.name, pair)}
+			case subjects.ValidTenant(tenant) != nil:
+				return nil, &exitError{code: exitUsage, msg: fmt.Sprintf("%s: %q: %v", fl.name, pair, subjects.ValidTenant(tenant))}
+			case capability != "*" && subjects.ValidCapability(capability) != nil:
+				return nil, &exitError{code: exitUsage, msg: fmt.Sprintf("%s: %q: %v", fl.name, pair, subjects.ValidCapability(capability))}
+			case err != nil:
+				return nil, &exitError{code: exitUsage, msg: fmt.Sprintf("%s: %q: %q is not a number", fl.name, pair, val)}
+			}
+			k := orchestrator.LimitKey(tenant, capability)
+			l := out[k]
+			if err := fl.set(&l, v); err != nil {
+				return nil, &exitError{code: exitUsage, msg: fmt.Sprintf("%s: %q: %v", fl.name, pair, err)}
+			}
+			out[k] = l
+		}
+	}
+	if len(out) > 0 && !f.flowControl {
+		return nil, &exitError{code: exitUsage, msg: "--max-in-flight and --rate-limit need --flow-control"}
+	}
+	if len(out) == 0 {
+		return nil, nil
 	}
 	return out, nil
 }

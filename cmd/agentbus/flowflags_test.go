@@ -1,0 +1,51 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentbus/agentbus/orchestrator"
+)
+
+func TestFlowFlags(t *testing.T) {
+	for _, c := range []struct {
+		weights, inFlight, rate string
+		off                     bool
+		want                    string // a fragment of the error, or "" for none
+	}{
+		{weights: "acme=3,beta=1"},
+		{weights: "acme=3,acme=1", want: `tenant "acme" is named twice`},
+		{weights: "acme", want: `"acme" is not tenant=weight`},
+		{weights: "Acme=2", want: "tenant"},
+		{weights: "acme=0", want: "from 1 to 1000"},
+		{inFlight: "acme/search=4,beta/*=2", rate: "acme/search=2.5"},
+		{inFlight: "acme/search=1.5", want: "whole number"},
+		{rate: "acme/search=-1", want: "positive"},
+		{rate: "acme=3", want: "tenant/capability=value"},
+		{rate: "acme/Se.arch=3", want: "capability"},
+		{inFlight: "acme/*=2", off: true, want: "need --flow-control"},
+	} {
+		f := planFlags{tenantWeights: c.weights, maxInFlight: c.inFlight, rateLimit: c.rate, flowControl: !c.off}
+		_, werr := parseWeights(f.tenantWeights)
+		limits, lerr := f.limits()
+		err := werr
+		if err == nil {
+			err = lerr
+		}
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%+v: %v", c, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%+v: error %v, want one saying %q", c, err, c.want)
+		}
+		if c.inFlight == "acme/search=4,beta/*=2" {
+			want := orchestrator.Limit{MaxInFlight: 4, PerSecond: 2.5}
+			if got := limits[orchestrator.LimitKey("acme", "search")]; got != want {
+				t.Errorf("acme/search: %+v, want %+v", got, want)
+			}
+			if got := limits[orchestrator.LimitKey("beta", "*")]; got.MaxInFlight != 2 {
+				t.Errorf("beta/*: %+v", got)
+			}
+		}
+	}
+}
