@@ -37,6 +37,8 @@ type Request struct {
 	timeout time.Duration
 	// queuedMS and runMS are the run's wait and duration, for a reply.
 	queuedMS, runMS float64
+	// usage is what the run spent on models (its reply carries it).
+	usage *events.Usage
 }
 
 // Emitter publishes a running step's client events to its workflow's event

@@ -13,6 +13,7 @@ import (
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/llm"
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -236,7 +237,9 @@ func (w *Worker) handle(ctx context.Context, r *running, capability string, d *b
 	queued := queueWait(env.Time, start)
 	w.cfg.Metrics.started(ctx, capability, d.Delivered, queued)
 	sctx, done := w.cancels.track(ctx, key)
+	sctx, spent := llm.WithMeter(sctx)
 	out, err := w.run(sctx, r.agent, req, d)
+	req.usage = usageOf(spent())
 	canceled := errors.Is(context.Cause(sctx), errCanceled)
 	done()
 	r.stats.end(start, err, canceled)
@@ -254,7 +257,7 @@ func (w *Worker) handle(ctx context.Context, r *running, capability string, d *b
 		w.cfg.Metrics.finished(ctx, capability, OutcomeCompleted, ran)
 		return w.reply(ctx, d, req, events.TypeStepCompleted, events.StepCompleted{
 			StepID: req.StepID, Capability: req.Capability, Attempt: req.Attempt, Output: out, Worker: w.cfg.Name,
-			DurationMS: req.runMS, QueuedMS: req.queuedMS,
+			DurationMS: req.runMS, QueuedMS: req.queuedMS, Usage: req.usage,
 		})
 	}
 	if ctx.Err() != nil {
@@ -285,8 +288,17 @@ func (w *Worker) giveUp(ctx context.Context, d *bus.Delivery, req Request, reaso
 	w.cfg.Metrics.deadLettered(req.Capability)
 	return w.reply(ctx, d, req, events.TypeStepFailed, events.StepFailed{
 		StepID: req.StepID, Capability: req.Capability, Attempt: req.Attempt, Error: reason, Worker: w.cfg.Name,
-		QueuedMS: req.queuedMS, DurationMS: req.runMS,
+		QueuedMS: req.queuedMS, DurationMS: req.runMS, Usage: req.usage,
 	})
+}
+
+// usageOf is a run's model spending as a reply carries it (none when it
+// called no model).
+func usageOf(s llm.Spent) *events.Usage {
+	if s.Calls == 0 {
+		return nil
+	}
+	return &events.Usage{PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens, Calls: s.Calls}
 }
 
 // reply publishes a step's answer with the step attempt's dedup key: a step

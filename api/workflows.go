@@ -20,6 +20,10 @@ type SubmitRequest struct {
 	// Priority (1–5, default 3) orders the workflow's steps among its
 	// tenant's steps waiting for a busy capability: 5 first.
 	Priority int `json:"priority,omitempty"`
+	// Budget bounds what the workflow may spend on models (tokens); past
+	// it, the steps not yet run pause for a decision or the workflow
+	// fails (on_exceed).
+	Budget *events.Budget `json:"budget,omitempty"`
 	// SessionID makes the workflow a turn of that conversation (started
 	// if new): see GET /v1/sessions/{id}.
 	SessionID string `json:"session_id,omitempty"`
@@ -30,7 +34,7 @@ type SubmitRequest struct {
 // the caller sets them.
 func (r SubmitRequest) Submitted() events.WorkflowSubmitted {
 	return events.WorkflowSubmitted{Query: r.Query, Plan: r.Plan, Metadata: r.Metadata, TimeoutMS: r.TimeoutMS,
-		Priority: r.Priority, SessionID: r.SessionID}
+		Priority: r.Priority, Budget: r.Budget, SessionID: r.SessionID}
 }
 
 // The Status of a SubmitResponse.

@@ -45,6 +45,8 @@ type WorkflowSubmitted struct {
 	// steps when flow control holds them: PriorityHighest first; 0 is
 	// PriorityDefault.
 	Priority int `json:"priority,omitempty"`
+	// Budget bounds what the workflow may spend on models.
+	Budget *Budget `json:"budget,omitempty"`
 	// SessionID makes the workflow a turn of a conversation (A2A's
 	// contextId): earlier turns reach its steps as Conversation, and its
 	// answer is kept as the session's next turn. A subject token.
@@ -103,6 +105,8 @@ type StepCompleted struct {
 	// QueuedMS is how long the step waited between its request's publish
 	// (its ce-time) and this worker starting it; DurationMS is its run.
 	QueuedMS float64 `json:"queued_ms,omitempty"`
+	// Usage is what the step spent on models, when it called any.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // StepFailed is the data of TypeStepFailed.
@@ -117,6 +121,8 @@ type StepFailed struct {
 	// the queue and its run, as in StepCompleted.
 	QueuedMS   float64 `json:"queued_ms,omitempty"`
 	DurationMS float64 `json:"duration_ms,omitempty"`
+	// Usage is what its last run spent on models, when it called any.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // Control actions.
@@ -237,6 +243,9 @@ type Complete struct {
 	Result     json.RawMessage            `json:"result"`
 	Outputs    map[string]json.RawMessage `json:"outputs"`
 	DurationMS float64                    `json:"duration_ms"`
+	// Usage is what the workflow's steps spent on models, when they
+	// called any.
+	Usage *Usage `json:"usage,omitempty"`
 	PhaseLatency
 }
 

@@ -48,6 +48,7 @@ const (
 //	agentbus_orchestrator_flow_admitted_total{tenant,capability}      steps admitted from the queue
 //	agentbus_orchestrator_flow_wait_seconds{tenant,capability}        histogram: an admitted step's wait in the queue
 //	agentbus_orchestrator_flow_throttled_total{tenant,capability}     steps told they wait for their tenant's limit
+//	agentbus_orchestrator_tokens_total{tenant,kind}                   model tokens the steps' replies said they spent (prompt, completion)
 //	agentbus_registry_instances{health}                               agent instances in the registry by health (read on
 //	                                                                  scrape, cached a few seconds)
 //
@@ -71,6 +72,7 @@ type Metrics struct {
 	flowAdmitted     *prometheus.CounterVec
 	flowWait         *prometheus.HistogramVec
 	flowThrottled    *prometheus.CounterVec
+	tokens           *prometheus.CounterVec
 	// flowSeen is which queued gauges were set, so that a queue emptied
 	// reads 0 rather than its last count.
 	flowMu   sync.Mutex
@@ -111,11 +113,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		flowAdmitted: count("flow_admitted_total", "Steps admitted from their capability's queue, by tenant and capability.", "tenant", "capability"),
 		flowWait:     hist("flow_wait_seconds", "Admitted steps' wait in their capability's queue, by tenant and capability.", "tenant", "capability"),
 		flowSeen:     map[[2]string]bool{},
+		tokens:       count("tokens_total", "Model tokens the steps' replies said they spent, by tenant and kind (prompt, completion).", "tenant", "kind"),
 		flowThrottled: count("flow_throttled_total", "Steps told they wait in their queue for their tenant's limit (in flight or rate), by tenant and capability.",
 			"tenant", "capability"),
 	}
 	for _, c := range []prometheus.Collector{m.started, m.finished, m.duration, m.phases, m.steps, m.stepQueue, m.stepRun,
-		m.stepFallbacks, m.redispatches, m.recoveries, m.plannerFallbacks, m.instances, m.flowQueued, m.flowAdmitted, m.flowWait, m.flowThrottled} {
+		m.stepFallbacks, m.redispatches, m.recoveries, m.plannerFallbacks, m.instances, m.flowQueued, m.flowAdmitted, m.flowWait, m.flowThrottled, m.tokens} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -139,6 +142,10 @@ func (m *Metrics) created(ctx context.Context, cp *workflow.Checkpoint, eff work
 func (m *Metrics) observe(ctx context.Context, cp *workflow.Checkpoint, eff workflow.Effects) {
 	if m == nil {
 		return
+	}
+	if u := eff.Usage; u.Tokens() > 0 {
+		m.tokens.WithLabelValues(cp.TenantID, "prompt").Add(float64(u.PromptTokens))
+		m.tokens.WithLabelValues(cp.TenantID, "completion").Add(float64(u.CompletionTokens))
 	}
 	for _, tr := range eff.Transitions {
 		if tr.StepID == "" {

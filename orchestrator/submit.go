@@ -50,7 +50,7 @@ func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) (e
 	}
 	tp := events.TraceParent(ctx)
 	cp := workflow.New(workflow.Start{TenantID: p.Tenant, WorkflowID: wf, Query: sub.Query, Metadata: sub.Metadata,
-		Priority: sub.Priority, User: sub.User, Session: session, TraceParent: tp, TraceID: events.TraceID(tp)}, time.Now().UTC())
+		Priority: sub.Priority, Budget: sub.Budget, User: sub.User, Session: session, TraceParent: tp, TraceID: events.TraceID(tp)}, time.Now().UTC())
 	var in workflow.Input
 	if sub.Fork != nil {
 		in, err = o.forkOf(ctx, p.Tenant, *sub.Fork)

@@ -180,6 +180,9 @@ func awaiting(cp *Checkpoint, in Input, step string) error {
 	if err := notEnded(cp, in); err != nil {
 		return err
 	}
+	if cp.BudgetHeld && step == "" {
+		return nil
+	}
 	for _, s := range cp.Plan.Steps {
 		t := cp.Tasks[s.ID]
 		if t != nil && t.Approval != nil && t.Approval.State == ApprovalPending && (step == "" || step == s.ID) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/workflow"
@@ -236,4 +237,75 @@ func TestApplyStepInputs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestApplyBudget: a workflow that spent its token budget holds the steps
+// not yet run for a decision (approve goes on, reject ends it), or fails
+// by policy; the complete event carries the usage.
+func TestApplyBudget(t *testing.T) {
+	spend := func(step string, tokens int64) workflow.Input {
+		return workflow.Completed{StepCompleted: events.StepCompleted{StepID: step, Attempt: 1, Output: json.RawMessage(`1`),
+			Usage: &events.Usage{PromptTokens: tokens, CompletionTokens: 1, Calls: 1}}}
+	}
+	start := func(onExceed string) *workflow.Checkpoint {
+		cp := workflow.New(workflow.Start{TenantID: "acme", WorkflowID: "budget", Budget: &events.Budget{Tokens: 100, OnExceed: onExceed}}, t0)
+		drive(t, cp, workflow.Planned{Plan: chain()})
+		return cp
+	}
+	t.Run("under", func(t *testing.T) {
+		cp := start("")
+		drive(t, cp, spend("A", 50))
+		if cp.Tasks["B"].Status != events.StateWorking || cp.Usage.Tokens() != 51 {
+			t.Fatalf("B %s, usage %+v", cp.Tasks["B"].Status, cp.Usage)
+		}
+	})
+	t.Run("pause then approve", func(t *testing.T) {
+		cp := start("")
+		eff, err := workflow.Apply(cp, spend("A", 150), t0.Add(time.Minute), policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := summary(cp, eff, err); got != "input-required [artifact status progress status]" || !cp.BudgetHeld || cp.Tasks["B"].Status != events.StateSubmitted {
+			t.Fatalf("over budget: %s, held %v, B %s", got, cp.BudgetHeld, cp.Tasks["B"].Status)
+		}
+		if eff.Usage.Tokens() != 151 {
+			t.Errorf("effects' usage %+v", eff.Usage)
+		}
+		if _, err := workflow.Apply(cp, workflow.Approve{StepID: "A"}, t0.Add(2*time.Minute), policy); !errors.Is(err, workflow.ErrIllegal) {
+			t.Errorf("approving a step that awaits nothing: %v", err)
+		}
+		eff, err = workflow.Apply(cp, workflow.Approve{Comment: "worth it"}, t0.Add(2*time.Minute), policy)
+		if got := summary(cp, eff, err); got != "working [status step:B status]" || cp.BudgetHeld || !cp.BudgetLifted {
+			t.Fatalf("approved: %s", got)
+		}
+		eff, err = workflow.Apply(cp, spend("B", 10), t0.Add(3*time.Minute), policy)
+		if err != nil || cp.Status != events.StateCompleted {
+			t.Fatalf("B: %v, %s", err, cp.Status)
+		}
+		var c events.Complete
+		_ = json.Unmarshal(eff.Outbox[len(eff.Outbox)-1].Data, &c)
+		if c.Usage == nil || c.Usage.Tokens() != 162 || c.Usage.Calls != 2 {
+			t.Errorf("complete usage %+v", c.Usage)
+		}
+	})
+	t.Run("pause then reject", func(t *testing.T) {
+		cp := start(events.BudgetPause)
+		drive(t, cp, spend("A", 150))
+		eff, err := workflow.Apply(cp, workflow.Reject{Comment: "too dear"}, t0.Add(time.Hour), policy)
+		if got := summary(cp, eff, err); got != "rejected [status error]" || cp.Error.Code != events.CodeBudgetExceeded {
+			t.Fatalf("rejected: %s, %+v", got, cp.Error)
+		}
+	})
+	t.Run("fail", func(t *testing.T) {
+		cp := start(events.BudgetFail)
+		eff, err := workflow.Apply(cp, spend("A", 150), t0.Add(time.Minute), policy)
+		if got := summary(cp, eff, err); got != "failed [artifact status progress status error]" || cp.Error.Code != events.CodeBudgetExceeded {
+			t.Fatalf("failed: %s, %+v", got, cp.Error)
+		}
+		// Resuming is going on past it.
+		eff, err = workflow.Apply(cp, workflow.Resume{}, t0.Add(time.Hour), policy)
+		if got := summary(cp, eff, err); got != "working [timer status step:B status]" {
+			t.Fatalf("resumed: %s", got)
+		}
+	})
 }

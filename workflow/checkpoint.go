@@ -44,6 +44,14 @@ type Checkpoint struct {
 	// steps waiting for a busy capability; 0 reads as
 	// events.PriorityDefault.
 	Priority int `json:"priority,omitempty"`
+	// Budget, if set, bounds what the workflow may spend on models; Usage
+	// is what its steps' replies said they spent. BudgetHeld says the
+	// steps not yet run wait for a decision because the budget is used up;
+	// BudgetLifted that a decision let them go on without it.
+	Budget       *events.Budget `json:"budget,omitempty"`
+	Usage        events.Usage   `json:"usage,omitempty"`
+	BudgetHeld   bool           `json:"budget_held,omitempty"`
+	BudgetLifted bool           `json:"budget_lifted,omitempty"`
 	// Deadline, if set, is when the workflow fails with code "timeout".
 	Deadline *time.Time `json:"deadline,omitempty"`
 	// Canceled says why the workflow was canceled.
@@ -181,6 +189,7 @@ type Start struct {
 	TenantID, WorkflowID, Query string
 	Metadata                    map[string]string
 	Priority                    int
+	Budget                      *events.Budget
 	User                        string
 	Session                     *SessionState
 	// TraceParent is the W3C context of the workflow's root span.
@@ -193,7 +202,7 @@ func New(s Start, now time.Time) *Checkpoint {
 	return &Checkpoint{
 		TenantID: s.TenantID, WorkflowID: s.WorkflowID, Query: s.Query, Status: events.StateSubmitted,
 		Tasks: map[string]*Task{}, CreatedAt: now, UpdatedAt: now, Phase: PhasePlanning,
-		Metadata: s.Metadata, Priority: s.Priority, User: s.User, Session: s.Session, TraceParent: s.TraceParent, TraceID: s.TraceID,
+		Metadata: s.Metadata, Priority: s.Priority, Budget: s.Budget, User: s.User, Session: s.Session, TraceParent: s.TraceParent, TraceID: s.TraceID,
 	}
 }
 
@@ -292,4 +301,10 @@ func (cp *Checkpoint) EffectivePriority() int {
 		return events.PriorityDefault
 	}
 	return cp.Priority
+}
+
+// OverBudget reports whether the workflow has spent its budget (and no
+// decision lifted it).
+func (cp *Checkpoint) OverBudget() bool {
+	return cp.Budget != nil && cp.Budget.Tokens > 0 && !cp.BudgetLifted && cp.Usage.Tokens() >= cp.Budget.Tokens
 }

@@ -48,6 +48,10 @@ func (x *tx) resume() error {
 	x.setStatus(events.StateWorking, cp.Phase, CauseResume)
 	cp.Error, cp.Deadline = nil, nil
 	cp.ResumeCount++
+	if cp.OverBudget() {
+		cp.BudgetLifted = true // resuming is going on past it
+	}
+	cp.BudgetHeld = false
 	// The watchdog's timer ended with the failure: a new one watches the
 	// steps that run again.
 	if err := x.armWatch(); err != nil {
@@ -82,6 +86,29 @@ func (x *tx) decide(step, comment string, reject bool) error {
 		if err := x.emit(events.TypeStatus, s.ID, events.Status{State: events.StateCompleted, StepID: s.ID, Message: "approved: " + comment}); err != nil {
 			return err
 		}
+	}
+	budget := cp.BudgetHeld && step == ""
+	if budget {
+		cp.BudgetHeld = false
+		if !reject {
+			cp.BudgetLifted = true
+			if err := x.emit(events.TypeStatus, "", events.Status{State: events.StateWorking,
+				Message: fmt.Sprintf("budget lifted: approved going on past %d tokens (%d spent): %s", cp.Budget.Tokens, cp.Usage.Tokens(), comment)}); err != nil {
+				return err
+			}
+			decided = append(decided, "budget")
+		}
+	}
+	if reject && budget && len(decided) == 0 {
+		x.eff.Message = "rejected going on past the budget"
+		x.setStatus(events.StateRejected, PhaseDone, CauseApproval)
+		if err := x.emit(events.TypeStatus, "", events.Status{State: events.StateRejected, Message: "rejected: " + comment}); err != nil {
+			return err
+		}
+		e := events.Error{Code: events.CodeBudgetExceeded, Message: fmt.Sprintf("going on past the budget of %d tokens (%d spent) was rejected: %s",
+			cp.Budget.Tokens, cp.Usage.Tokens(), comment)}
+		cp.Error = &e
+		return x.emit(events.TypeError, "", e)
 	}
 	if reject {
 		x.eff.Message = fmt.Sprintf("rejected %v", decided)
@@ -167,7 +194,7 @@ func (x *tx) throttled(in Throttled) error {
 	until := in.Until.UTC()
 	return x.emit(events.TypeProgress, in.StepID, events.Progress{
 		CompletedSteps: done, TotalSteps: len(cp.Tasks), Percent: 100 * float64(done) / float64(max(len(cp.Tasks), 1)), StepID: in.StepID,
-		Message: fmt.Sprintf("step %s throttled: %s; it waits in its queue until about %s", in.StepID, in.Reason, until.Format(time.RFC3339Nano)),
+		Message:        fmt.Sprintf("step %s throttled: %s; it waits in its queue until about %s", in.StepID, in.Reason, until.Format(time.RFC3339Nano)),
 		ThrottledUntil: &until,
 	})
 }

@@ -26,6 +26,8 @@ type Effects struct {
 	Outcome events.State
 	// Message says what a control did.
 	Message string
+	// Usage is what the replies this transition recorded spent on models.
+	Usage events.Usage
 }
 
 // Dispatch is one step attempt put in the outbox.

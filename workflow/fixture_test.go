@@ -150,3 +150,7 @@ func summary(cp *workflow.Checkpoint, eff workflow.Effects, err error) string {
 	}
 	return s
 }
+
+// parked is the policy of a busy echo capability: its requests go to the
+// queue subject.
+var parked = workflow.Policy{ApprovalThreshold: 0.8, StepLease: time.Minute, Park: map[string]bool{"echo": true}}

@@ -37,11 +37,19 @@ type run struct {
 	sent    map[string]bool  // step request keys published
 	once    map[string]int   // replies recorded per step
 	history []workflow.Input // inputs applied, for redeliveries
+	policy  workflow.Policy  // parked or not
 	log     []string         // what happened, for a failure's report
 }
 
-func newRun(t testing.TB) *run {
-	r := &run{t: t, cp: fresh("prop"), now: t0, sent: map[string]bool{}, once: map[string]int{}}
+func newRun(t testing.TB) *run { return newRunWith(t, policy) }
+
+// newRunWith starts a run under a policy; under parked, its workflow has
+// a token budget too.
+func newRunWith(t testing.TB, p workflow.Policy) *run {
+	r := &run{t: t, cp: fresh("prop"), now: t0, sent: map[string]bool{}, once: map[string]int{}, policy: p}
+	if len(p.Park) > 0 {
+		r.cp.Budget = &events.Budget{Tokens: 60}
+	}
 	r.step(workflow.Planned{Plan: diamond(), TimeoutMS: 60_000})
 	return r
 }
@@ -51,7 +59,7 @@ func (r *run) step(in workflow.Input) {
 	r.now = r.now.Add(time.Duration(1+len(r.history)%3) * time.Second)
 	before, _ := json.Marshal(r.cp)
 	was := r.cp.Status
-	eff, err := workflow.Apply(r.cp, in, r.now, policy)
+	eff, err := workflow.Apply(r.cp, in, r.now, r.policy)
 	r.log = append(r.log, fmt.Sprintf("%s %+v → %s", in.Kind(), in, summary(r.cp, eff, err)))
 	r.history = append(r.history, in)
 	fail := func(format string, args ...any) {
@@ -108,6 +116,9 @@ func (r *run) step(in workflow.Input) {
 func (r *run) checkState(fail func(string, ...any)) {
 	cp := r.cp
 	pending := len(cp.Awaiting())
+	if cp.BudgetHeld {
+		pending++
+	}
 	switch cp.Status {
 	case events.StateCompleted:
 		for id := range cp.Tasks {
@@ -162,7 +173,8 @@ func (r *run) next(rng *rand.Rand) workflow.Input {
 	switch n := rng.IntN(100); {
 	case n < 30:
 		return workflow.Completed{StepCompleted: events.StepCompleted{StepID: step, Attempt: attempt, Worker: "w",
-			Output: json.RawMessage(fmt.Sprintf(`{"confidence":%.1f}`, rng.Float64()))}}
+			Output: json.RawMessage(fmt.Sprintf(`{"confidence":%.1f}`, rng.Float64())),
+			Usage:  &events.Usage{PromptTokens: int64(rng.IntN(30)), CompletionTokens: int64(rng.IntN(10)), Calls: 1}}}
 	case n < 40:
 		return workflow.Failed{StepFailed: events.StepFailed{StepID: step, Attempt: attempt, Error: "boom"}}
 	case n < 45:
@@ -189,18 +201,24 @@ func (r *run) next(rng *rand.Rand) workflow.Input {
 		return workflow.MalformedReply{StepID: step, Error: "bad"}
 	case n < 75:
 		return workflow.Planned{Plan: chain()}
+	case n < 78:
+		return workflow.Throttled{StepID: step, Attempt: attempt, Until: r.now.Add(time.Second), Reason: "rate"}
 	}
 	return r.history[rng.IntN(len(r.history))] // a redelivery
 }
 
 func TestApplyProperties(t *testing.T) {
-	runs := 800
+	runs := 400
 	if testing.Short() {
 		runs = 200
 	}
 	for seed := range uint64(runs) {
 		rng := rand.New(rand.NewPCG(seed, 22))
-		r := newRun(t)
+		p := policy
+		if seed%2 == 1 {
+			p = parked // every echo step goes to its queue; the workflow has a budget
+		}
+		r := newRunWith(t, p)
 		for range 60 {
 			r.step(r.next(rng))
 		}

@@ -29,6 +29,7 @@ func (x *tx) completed(r events.StepCompleted) error {
 	now := x.now
 	t.Output, t.Worker, t.CompletedAt = r.Output, r.Worker, &now
 	t.QueuedMS, t.RunMS = r.QueuedMS, r.DurationMS
+	x.spend(r.Usage)
 	s, _ := cp.PlanStep(r.StepID)
 	to, status := events.StateCompleted, events.Status{State: events.StateCompleted, StepID: r.StepID, Message: "completed on " + r.Worker}
 	if s.RequiresApproval {
@@ -103,6 +104,7 @@ func (x *tx) failed(r events.StepFailed) error {
 		t.FellBack, t.Capability, t.Error = s.Fallback, s.Fallback, r.Error
 		return x.advance(CauseAdvance)
 	}
+	x.spend(r.Usage)
 	x.setTask(r.StepID, t, events.StateFailed, CauseReply)
 	t.Error, t.Worker, t.CompletedAt = r.Error, r.Worker, &now
 	t.QueuedMS, t.RunMS = r.QueuedMS, r.DurationMS
@@ -130,6 +132,9 @@ func (x *tx) failed(r events.StepFailed) error {
 // optional step that failed). Steps are taken in stage order, so the
 // dispatch order is Kahn's.
 func (x *tx) dispatchReady() error {
+	if x.cp.OverBudget() {
+		return nil // the steps not yet run wait for the budget's decision (advance)
+	}
 	for _, stage := range x.cp.Stages {
 		for _, id := range stage {
 			t := x.cp.Tasks[id]
@@ -219,13 +224,25 @@ func (x *tx) advance(cause Cause) error {
 	if err := x.dispatchReady(); err != nil {
 		return err
 	}
-	pending, open := 0, 0
+	pending, open, waiting := 0, 0, 0
 	for id, t := range x.cp.Tasks {
 		switch {
 		case t.Approval != nil && t.Approval.State == ApprovalPending:
 			pending++
 		case !x.cp.Settled(id):
 			open++
+			if t.Status == events.StateSubmitted {
+				waiting++
+			}
+		}
+	}
+	if waiting > 0 && x.cp.OverBudget() {
+		held, err := x.overBudget(waiting)
+		if err != nil || x.cp.Status.Terminal() {
+			return err
+		}
+		if held {
+			pending++
 		}
 	}
 	switch {
@@ -261,6 +278,11 @@ func (x *tx) complete() error {
 		}
 		result, _ = json.Marshal(m)
 	}
+	var usage *events.Usage
+	if cp.Usage.Calls > 0 || cp.Usage.Tokens() > 0 {
+		u := cp.Usage
+		usage = &u
+	}
 	x.setStatus(events.StateCompleted, PhaseDone, CauseAdvance)
 	cp.Result = result
 	msg := "workflow completed"
@@ -272,6 +294,35 @@ func (x *tx) complete() error {
 	}
 	cp.measure(x.now, true)
 	return x.emit(events.TypeComplete, "", events.Complete{
-		Result: result, Outputs: outputs, DurationMS: cp.EndToEndMS, PhaseLatency: cp.latency(),
+		Result: result, Outputs: outputs, DurationMS: cp.EndToEndMS, PhaseLatency: cp.latency(), Usage: usage,
 	})
+}
+
+// spend adds a reply's model spending to the workflow's.
+func (x *tx) spend(u *events.Usage) {
+	if u == nil {
+		return
+	}
+	x.cp.Usage = x.cp.Usage.Add(*u)
+	x.eff.Usage = x.eff.Usage.Add(*u)
+}
+
+// overBudget decides for the steps not yet run of a workflow that spent
+// its budget: the workflow fails (on_exceed fail), or they wait for a
+// decision, said once (pause, the default). It reports whether they wait.
+func (x *tx) overBudget(waiting int) (bool, error) {
+	cp := x.cp
+	b := cp.Budget
+	spent := fmt.Sprintf("the workflow spent %d tokens on models, its budget is %d", cp.Usage.Tokens(), b.Tokens)
+	if b.OnExceed == events.BudgetFail {
+		return false, x.fail(events.Error{Code: events.CodeBudgetExceeded,
+			Message: fmt.Sprintf("%s: %d steps not run", spent, waiting)}, CauseAdvance)
+	}
+	if cp.BudgetHeld {
+		return true, nil
+	}
+	cp.BudgetHeld = true
+	return true, x.emit(events.TypeStatus, "", events.Status{State: events.StateInputRequired,
+		Message: fmt.Sprintf("budget: %s; %d steps wait: approve (POST /v1/workflows/%s/approve) to go on without the bound, or reject to end it",
+			spent, waiting, cp.WorkflowID)})
 }
