@@ -61,7 +61,9 @@ func TestBudgetFails(t *testing.T) {
 		llm.Meter(ctx, 90, 20)
 		return json.RawMessage(`"thought"`), nil
 	})
-	after := newFn("after", func(ctx context.Context, req agents.Request) (json.RawMessage, error) { return json.RawMessage(`1`), nil })
+	after := newFn("after", func(ctx context.Context, req agents.Request) (json.RawMessage, error) {
+		return json.RawMessage(`1`), nil
+	})
 	s := startStack(t, think, after)
 	p := plan(step("a", "think"), step("b", "after", "a"))
 	submit(t, s.env.Bus, "default", "overspent", events.WorkflowSubmitted{Plan: p, Budget: &events.Budget{Tokens: 100, OnExceed: events.BudgetFail}})
