@@ -116,7 +116,7 @@ func (f *admission) freed() {
 // capability: one per worker slot and minWindow more, so that a step
 // admitted waits about one round of the workers, and a capability kept
 // just busy by one tenant's steady stream seldom parks any.
-func window(l bus.Load) int { return 2*l.Slots() + minWindow }
+func window(l bus.Load) int { return max(l.Slots(), minWindow) }
 
 // park lists, among the capabilities of a workflow's plan (and their
 // fallbacks), those whose ready steps must wait for admission now, and
