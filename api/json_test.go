@@ -44,6 +44,13 @@ func TestJSONShapes(t *testing.T) {
 			{In: api.InPath, Name: "id", Message: `no workflow "w9"`},
 		}}}, true},
 		{"error_plain", api.ErrorResponse{Error: api.Error{Code: "exists", Message: `workflow "w1" already exists`}}, false},
+		{"error_quota", api.ErrorResponse{Error: api.Error{Code: "quota_exceeded",
+			Message: "tenant acme has 2 workflows running, its quota is 2: try again when one has ended",
+			Quota:   &api.Quota{Name: api.QuotaRunning, Limit: 2, Current: 2}}}, false},
+		{"error_key_reused", api.ErrorResponse{Error: api.Error{Code: "idempotency_key_reused",
+			Message: `idempotency key "order-1" was already used for a different request (workflow w1): send that same request again to get its workflow, or use a new key`,
+			Problems: []api.Problem{{In: api.InHeader, Name: api.IdempotencyHeader,
+				Message: `"order-1" was sent with another request within the last 24 hours, which started workflow w1`}}}}, false},
 		{"revision", api.Revision{Revision: 3, Status: "superseded", Checkpoint: json.RawMessage(`{"status":"working"}`)}, true},
 	}
 	for _, tt := range tests {

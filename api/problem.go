@@ -69,12 +69,14 @@ type ErrorResponse struct {
 
 // Error is what went wrong, in an ErrorResponse. Code is a stable word a
 // program may switch on, Message a sentence for a person, Problems what
-// exactly was wrong with the request, if anything was. It is plain data
-// (not a Go error), safe to share.
+// exactly was wrong with the request, if anything was, and Quota the quota
+// a quota_exceeded request would pass. It is plain data (not a Go error),
+// safe to share.
 type Error struct {
 	Code     string    `json:"code"`
 	Message  string    `json:"message"`
 	Problems []Problem `json:"problems,omitempty"`
+	Quota    *Quota    `json:"quota,omitempty"`
 }
 
 // BodyProblems turns the problems of a body that failed its schema (JSON

@@ -59,6 +59,11 @@ type SubmitResponse struct {
 	StateURL  string `json:"state_url"`
 	// EventsSubject is where NATS clients can follow the same events.
 	EventsSubject string `json:"events_subject"`
+	// Replayed says that the answer is an earlier submission's, sent with
+	// the same idempotency key (SubmitOnce): no new workflow was started.
+	// It is no part of the body: over HTTP the header ReplayedHeader says
+	// it.
+	Replayed bool `json:"-"`
 }
 
 // ForkRequest is the body of POST /v1/workflows/{id}/fork (schema

@@ -40,6 +40,19 @@ type Delivery struct {
 	// Delivered counts deliveries of this message, starting at 1.
 	Delivered uint64
 	msg       jetstream.Msg
+	// header is a stored message's headers (StoredDelivery); a consumed
+	// one's are msg's.
+	header map[string][]string
+}
+
+// Header returns the message's header name as published (the first
+// value; "" when absent): one the envelope does not carry, such as
+// api.NATSIdempotencyHeader on a submission.
+func (d *Delivery) Header(name string) string {
+	if d.msg != nil {
+		return d.msg.Headers().Get(name)
+	}
+	return nats.Header(d.header).Get(name)
 }
 
 // InProgress tells the server the handler is still working, resetting
@@ -57,7 +70,7 @@ func (d *Delivery) InProgress() error {
 // holds and will not hand out): InProgress does nothing, and it cannot
 // be dead-lettered.
 func StoredDelivery(m StoredMessage) *Delivery {
-	return &Delivery{Envelope: m.Envelope, Subject: m.Subject, Sequence: m.Sequence, Delivered: 1}
+	return &Delivery{Envelope: m.Envelope, Subject: m.Subject, Sequence: m.Sequence, Delivered: 1, header: m.Header}
 }
 
 // Handler processes one delivery. Returning nil acks it; an error wrapping

@@ -167,3 +167,27 @@ func (b *Bus) ListUploads(ctx context.Context, tenant string) ([]string, error) 
 	}
 	return names, nil
 }
+
+// UploadBytes sums the sizes of tenant's uploads waiting in the store. It
+// lists the store's objects (every tenant's: their metadata, not their
+// data), which are only those not yet indexed.
+func (b *Bus) UploadBytes(ctx context.Context, tenant string) (int64, error) {
+	os, err := b.uploads(ctx)
+	if err != nil {
+		return 0, err
+	}
+	infos, err := os.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("bus: list uploads: %w", err)
+	}
+	var n int64
+	for _, info := range infos {
+		if strings.HasPrefix(info.Name, tenant+"/") && !info.Deleted {
+			n += int64(info.Size)
+		}
+	}
+	return n, nil
+}

@@ -130,6 +130,11 @@ func (c *Client) Tenant() string { return c.cfg.Tenant }
 // it is: the escape hatch for endpoints without a method here. path
 // starts with "/".
 func (c *Client) Do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	return c.do(ctx, method, path, body, nil)
+}
+
+// do is Do with more request headers (nil for none).
+func (c *Client) do(ctx context.Context, method, path string, body []byte, header http.Header) (*http.Response, error) {
 	if c.nc != nil {
 		return nil, ErrNoHTTP
 	}
@@ -151,6 +156,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte) (*htt
 	if c.cfg.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
 	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -164,28 +172,35 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte) (*htt
 // call sends a request and decodes a JSON answer of status want into out
 // (out may be nil); any other status is an *APIError.
 func (c *Client) call(ctx context.Context, method, path string, in any, want int, out any) error {
+	_, err := c.callWith(ctx, method, path, nil, in, want, out)
+	return err
+}
+
+// callWith is call with more request headers; it returns the answer's
+// headers.
+func (c *Client) callWith(ctx context.Context, method, path string, header http.Header, in any, want int, out any) (http.Header, error) {
 	var body []byte
 	if in != nil {
 		var err error
 		if body, err = json.Marshal(in); err != nil {
-			return fmt.Errorf("client: %w", err)
+			return nil, fmt.Errorf("client: %w", err)
 		}
 	}
-	resp, err := c.Do(ctx, method, path, body)
+	resp, err := c.do(ctx, method, path, body, header)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != want {
-		return ReadError(resp)
+		return resp.Header, ReadError(resp)
 	}
 	if out == nil {
-		return nil
+		return resp.Header, nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("client: reading the answer to %s %s: %w", method, path, err)
+		return resp.Header, fmt.Errorf("client: reading the answer to %s %s: %w", method, path, err)
 	}
-	return nil
+	return resp.Header, nil
 }
 
 // APIError is an error answer from the gateway: its HTTP status, code,
@@ -198,6 +213,9 @@ type APIError struct {
 	Problems   []api.Problem
 	// RetryAfter is the answer's Retry-After header, if any.
 	RetryAfter string
+	// Quota is the quota a 429 quota_exceeded answer names: which, its
+	// limit and the tenant's current value.
+	Quota *api.Quota
 }
 
 // Error reads "404 Not Found: workflow … not found", then each problem
@@ -237,7 +255,7 @@ func ReadError(resp *http.Response) error {
 	}
 	switch {
 	case json.Unmarshal(body, &one) == nil && one.Error.Message != "":
-		e.Code, e.Message, e.Problems = one.Error.Code, one.Error.Message, one.Error.Problems
+		e.Code, e.Message, e.Problems, e.Quota = one.Error.Code, one.Error.Message, one.Error.Problems, one.Error.Quota
 	case json.Unmarshal(body, &many) == nil && len(many.Errors) > 0:
 		parts := make([]string, 0, len(many.Errors))
 		for _, p := range many.Errors {

@@ -37,8 +37,12 @@ type NATSConfig struct {
 	User string
 }
 
-// The bus publishes submissions as it is (api.Submit).
-var _ api.Publisher[bus.Published] = (*bus.Bus)(nil)
+// The bus publishes submissions as it is (api.Submit), and its
+// idempotency bucket records keys (api.SubmitOnce).
+var (
+	_ api.Publisher[bus.Published] = (*bus.Bus)(nil)
+	_ api.Claims                   = (*bus.KV)(nil)
+)
 
 // natsClient is the client's side of NATS: the bus, the tenant, and the
 // buckets and registry it reads, opened on first use.
@@ -49,6 +53,9 @@ type natsClient struct {
 
 	regMu sync.Mutex
 	reg   *discovery.Registry
+
+	idemMu sync.Mutex
+	idem   *bus.KV
 }
 
 // NewNATS makes a Client that talks to NATS straight — no gateway — over
@@ -77,7 +84,7 @@ func NewNATS(b *bus.Bus, cfg NATSConfig) (*Client, error) {
 	return &Client{cfg: Config{Tenant: tenant, User: cfg.User}, nc: &natsClient{b: b, tenant: tenant, user: cfg.User}}, nil
 }
 
-func (n *natsClient) submit(ctx context.Context, s Submission, fork *events.ForkOf) (Submitted, error) {
+func (n *natsClient) submit(ctx context.Context, s Submission, fork *events.ForkOf, key string) (Submitted, error) {
 	if fork == nil {
 		body, err := json.Marshal(s)
 		if err != nil {
@@ -87,27 +94,53 @@ func (n *natsClient) submit(ctx context.Context, s Submission, fork *events.Fork
 			return Submitted{}, invalid(err)
 		}
 	}
-	workflow := s.WorkflowID
-	if workflow == "" {
-		id, err := uuid.NewV7()
+	sub := s.Submitted()
+	sub.User, sub.Fork = n.user, fork
+	o := api.Once{Key: key, Exists: func(ctx context.Context, workflow string) (bool, error) {
+		_, err := n.checkpoint(ctx, workflow)
+		if errors.Is(err, ErrNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	}}
+	if key != "" {
+		c, err := n.claims(ctx)
 		if err != nil {
 			return Submitted{}, fmt.Errorf("client: %w", err)
 		}
-		workflow = id.String()
+		o.Claims = c
 	}
-	if _, err := n.checkpoint(ctx, workflow); err == nil {
+	out, err := api.SubmitOnce(ctx, n.b, o, SourceClient, n.tenant, s.WorkflowID, sub)
+	var reused *api.KeyReusedError
+	switch {
+	case errors.Is(err, api.ErrWorkflowExists):
 		return Submitted{}, &APIError{StatusCode: http.StatusConflict, Status: "409 Conflict", Code: "exists",
-			Message: fmt.Sprintf("workflow %q already exists", workflow)}
-	} else if !errors.Is(err, ErrNotFound) {
-		return Submitted{}, err
-	}
-	sub := s.Submitted()
-	sub.User, sub.Fork = n.user, fork
-	out, err := api.Submit(ctx, n.b, SourceClient, n.tenant, workflow, sub)
-	if err != nil {
-		return Submitted{}, fmt.Errorf("client: submit %s: %w", workflow, err)
+			Message: fmt.Sprintf("workflow %q already exists", s.WorkflowID)}
+	case errors.As(err, &reused):
+		return Submitted{}, &APIError{StatusCode: http.StatusConflict, Status: "409 Conflict", Code: "idempotency_key_reused",
+			Message: fmt.Sprintf("idempotency key %q was already used for a different request (workflow %s): send that same request again to get its workflow, or use a new key",
+				reused.Key, reused.Workflow),
+			Problems: []api.Problem{{In: api.InHeader, Name: api.IdempotencyHeader, Message: fmt.Sprintf("%q was sent with another request within the last 24 hours, which started workflow %s",
+				reused.Key, reused.Workflow)}}}
+	case err != nil:
+		return Submitted{}, fmt.Errorf("client: submit: %w", err)
 	}
 	return out, nil
+}
+
+// claims opens the idempotency bucket (creating it if need be) on the
+// first submission with a key, and keeps it.
+func (n *natsClient) claims(ctx context.Context) (*bus.KV, error) {
+	n.idemMu.Lock()
+	defer n.idemMu.Unlock()
+	if n.idem == nil {
+		kv, err := n.b.Idempotency(ctx)
+		if err != nil {
+			return nil, err
+		}
+		n.idem = kv
+	}
+	return n.idem, nil
 }
 
 // invalid turns a schema refusal into the *APIError the gateway would

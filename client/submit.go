@@ -23,21 +23,57 @@ type Submission = api.SubmitRequest
 // yet ("queued"), and where to follow it.
 type Submitted = api.SubmitResponse
 
+// SubmitOption adjusts one Submit.
+type SubmitOption func(*submitOptions)
+
+type submitOptions struct {
+	key string
+}
+
+// WithIdempotencyKey makes a submission idempotent under key (api's
+// IdempotencyKeyRule: up to 255 of A-Z a-z 0-9 . _ ~ : + / = -): every
+// Submit of the tenant with the same key and the same submission within
+// 24 hours answers with the workflow the first one started, Replayed set
+// on the others — from any process, and concurrently too. The same key
+// with another submission is an *APIError 409 idempotency_key_reused
+// naming the key. Over HTTP the key is the Idempotency-Key header; over
+// NATS (NewNATS) the client records it itself in the bucket
+// AGENTBUS_IDEMPOTENCY, as the gateway does, so both share the keys.
+func WithIdempotencyKey(key string) SubmitOption {
+	return func(o *submitOptions) { o.key = key }
+}
+
 // Submit starts a workflow. The answer comes once an orchestrator
 // recorded it (or after the gateway's accept timeout, status "queued");
 // a refused submission is an *APIError naming each problem by JSON
-// pointer.
+// pointer, and one over a tenant's quota an *APIError 429
+// quota_exceeded naming the quota (Quota) and when to try again
+// (RetryAfter).
 //
 // A submission is idempotent: without a WorkflowID the client picks one
 // (a UUIDv7) before the first try, and a gateway that answers 503 (its
 // stream had no leader for longer than its store timeout) is asked again with the same id, honouring Retry-After,
 // until ctx ends or Config.SubmitRetry has passed. A 409 "exists" on such
 // a retry means an earlier try was stored: it is the answer, not an error.
-func (c *Client) Submit(ctx context.Context, s Submission) (Submitted, error) {
-	if c.nc != nil {
-		return c.nc.submit(ctx, s, nil)
+// With WithIdempotencyKey the key does that instead: the gateway picks the
+// id, and a retry is answered with the workflow of the first try.
+func (c *Client) Submit(ctx context.Context, s Submission, opts ...SubmitOption) (Submitted, error) {
+	var o submitOptions
+	for _, f := range opts {
+		f(&o)
 	}
-	if s.WorkflowID == "" {
+	if o.key != "" {
+		if err := api.ValidIdempotencyKey(o.key); err != nil {
+			return Submitted{}, fmt.Errorf("client: %w", err)
+		}
+	}
+	if c.nc != nil {
+		return c.nc.submit(ctx, s, nil, o.key)
+	}
+	var header http.Header
+	if o.key != "" {
+		header = http.Header{api.IdempotencyHeader: {o.key}}
+	} else if s.WorkflowID == "" {
 		id, err := uuid.NewV7()
 		if err != nil {
 			return Submitted{}, fmt.Errorf("client: %w", err)
@@ -46,10 +82,12 @@ func (c *Client) Submit(ctx context.Context, s Submission) (Submitted, error) {
 	}
 	var out Submitted
 	retried, err := c.retry(ctx, func() error {
-		return c.call(ctx, http.MethodPost, "/v1/workflows", s, http.StatusAccepted, &out)
+		h, err := c.callWith(ctx, http.MethodPost, "/v1/workflows", header, s, http.StatusAccepted, &out)
+		out.Replayed = err == nil && h.Get(api.ReplayedHeader) == "true"
+		return err
 	})
 	var ae *APIError
-	if retried && errors.As(err, &ae) && ae.StatusCode == http.StatusConflict && ae.Code == "exists" {
+	if retried && o.key == "" && errors.As(err, &ae) && ae.StatusCode == http.StatusConflict && ae.Code == "exists" {
 		base := "/v1/workflows/" + url.PathEscape(s.WorkflowID)
 		return Submitted{WorkflowID: s.WorkflowID, TenantID: c.cfg.Tenant, Status: api.StatusAccepted,
 			EventsURL: base + "/events", StateURL: base}, nil
@@ -70,7 +108,7 @@ func (c *Client) Fork(ctx context.Context, workflow string, revision uint64, new
 		if _, err := c.nc.checkpoint(ctx, workflow); err != nil {
 			return Submitted{}, err
 		}
-		return c.nc.submit(ctx, Submission{WorkflowID: newID}, &events.ForkOf{WorkflowID: workflow, Revision: revision})
+		return c.nc.submit(ctx, Submission{WorkflowID: newID}, &events.ForkOf{WorkflowID: workflow, Revision: revision}, "")
 	}
 	var out Submitted
 	err := c.call(ctx, http.MethodPost, "/v1/workflows/"+url.PathEscape(workflow)+"/fork",

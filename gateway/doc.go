@@ -12,7 +12,11 @@
 // authentication (tokens → tenant, role and optionally user — a user's
 // workflows, sessions and memory are their own: another user's workflow is
 // a 404 on every surface and absent from lists and the tenant feed,
-// auth_scope.go; off with no tokens), and
+// auth_scope.go; off with no tokens), idempotent submission (an
+// Idempotency-Key header: the same key and request answer one workflow,
+// another request with the key is 409; idempotency.go) and per-tenant
+// quotas (workflows running, steps queued, upload bytes: 429 with
+// Retry-After; quota.go), and
 // operations (GET /healthz, /readyz, /metrics), and an OpenTelemetry
 // server span per request when Config.TracerProvider is set (trace.go).
 //

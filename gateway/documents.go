@@ -130,6 +130,11 @@ func (g *Gateway) upload(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	quota, err := g.quotas.startUpload(r.Context(), tenant, r.ContentLength)
+	if err != nil {
+		g.writeSubmitError(w, tenant, "", "", err)
+		return
+	}
 	upload := newWorkflowID()
 	r.Body = http.MaxBytesReader(w, r.Body, g.cfg.Documents.MaxUploadBytes)
 	st := &uploadStore{g: g, tenant: tenant, upload: upload}
@@ -148,10 +153,17 @@ func (g *Gateway) upload(w http.ResponseWriter, r *http.Request) {
 		writeBadRequest(w, Problem{In: InBody, Message: "no documents: send files as multipart/form-data, records as JSON, or JSONL"})
 		return
 	}
+	undo, err := g.quotas.admitUpload(tenant, quota, st.bytes)
+	if err != nil {
+		st.discard()
+		g.writeSubmitError(w, tenant, "", "", err)
+		return
+	}
 	sub := events.WorkflowSubmitted{Query: ingestQuery(st.files), Plan: st.plan(g.cfg.Documents.FilesPerStep, meta),
 		Metadata: map[string]string{"kind": "ingest", "upload": upload, "files": strconv.Itoa(len(st.files))}}
-	resp, ok := g.submitWorkflow(w, r, tenant, workflow, sub)
+	resp, ok := g.submitWorkflow(w, r, tenant, "", workflow, sub)
 	if !ok {
+		undo()
 		st.discard()
 		return
 	}

@@ -53,6 +53,9 @@ type Config struct {
 	A2A  a2a.Config
 	// Documents bounds uploads to POST /v1/documents.
 	Documents DocumentsConfig
+	// Quotas bound what each tenant has at once: workflows running, steps
+	// queued, bytes uploaded (quota.go). The zero value sets none.
+	Quotas QuotaConfig
 	// CORS lets pages on other origins call the API; its origins are also
 	// allowed to open WebSockets.
 	CORS CORSConfig
@@ -96,6 +99,7 @@ func (c *Config) setDefaults() {
 	c.A2A.SetDefaults()
 	c.CORS.setDefaults()
 	c.Documents.setDefaults()
+	c.Quotas.setDefaults()
 	c.WS.OriginPatterns = slices.Concat(c.WS.OriginPatterns, c.CORS.wsOriginPatterns()) // never into the caller's array
 }
 
@@ -117,7 +121,7 @@ func (c Config) Validate() error {
 	if c.KeepAlive < time.Second {
 		errs = append(errs, fmt.Errorf("gateway: keepalive %s is below 1s", c.KeepAlive))
 	}
-	errs = append(errs, c.WS.Validate(), c.Auth.Validate(), c.A2A.Validate(), c.CORS.Validate(), c.Documents.Validate())
+	errs = append(errs, c.WS.Validate(), c.Auth.Validate(), c.A2A.Validate(), c.CORS.Validate(), c.Documents.Validate(), c.Quotas.Validate())
 	return errors.Join(errs...)
 }
 
@@ -127,9 +131,13 @@ type Gateway struct {
 	bus         *bus.Bus
 	log         *slog.Logger
 	checkpoints *bus.KV
-	registry    *discovery.Registry
-	sessions    *sessions.Store
-	mux         *http.ServeMux
+	// idem is the idempotency bucket, opened on first use; quotas counts
+	// and admits (quota.go).
+	idem     claimsCache
+	quotas   *quotas
+	registry *discovery.Registry
+	sessions *sessions.Store
+	mux      *http.ServeMux
 	// writes refuses cross-site state-changing requests (crossorigin.go);
 	// nil refuses none.
 	writes *http.CrossOriginProtection
@@ -171,7 +179,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	g := &Gateway{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "gateway"), checkpoints: kv, registry: reg, sessions: sess,
-		mux: http.NewServeMux(), writes: writes}
+		mux: http.NewServeMux(), writes: writes, quotas: newQuotas(cfg.Quotas, cfg.Bus, kv)}
 	if slices.Contains(cfg.CORS.Origins, "*") && !cfg.Auth.mw.on() {
 		g.log.Warn(`cors origin "*" with auth off lets any page read, not write: writes from another origin need it listed by name in --cors-origins`)
 	}

@@ -159,5 +159,5 @@ func (g *Gateway) fork(w http.ResponseWriter, r *http.Request) {
 	// The fork runs for its parent's user, whoever asks (the parent's
 	// owner or an admin): it carries the parent's step outputs, that
 	// user's facts.
-	g.start(w, r, tenant, req.WorkflowID, events.WorkflowSubmitted{Fork: &events.ForkOf{WorkflowID: from, Revision: req.Revision}, User: ownerOf(cp["user"])})
+	g.start(w, r, tenant, "", req.WorkflowID, events.WorkflowSubmitted{Fork: &events.ForkOf{WorkflowID: from, Revision: req.Revision}, User: ownerOf(cp["user"])})
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/gateway/a2a"
 	"github.com/agentbus/agentbus/gateway/internal/fanout"
@@ -56,8 +55,8 @@ func (h host) Sees(ctx context.Context, cp map[string]json.RawMessage) bool {
 
 func (h host) SeesAll(ctx context.Context) bool { return h.g.scopeOf(ctx).all }
 
-func (h host) Publish(ctx context.Context, subject string, env events.Envelope, msgID string) (bus.Published, error) {
-	return storer{h.g}.Publish(ctx, subject, env, msgID)
+func (h host) Submit(ctx context.Context, tenant, key, workflow string, sub events.WorkflowSubmitted) (SubmitResponse, error) {
+	return h.g.store(ctx, tenant, key, workflow, sub)
 }
 
 func (h host) WriteError(w http.ResponseWriter, status int, code, message string, probs []schemas.Problem) {

@@ -22,6 +22,10 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
 	body, ok := g.readBody(w, r)
 	if !ok {
 		return
@@ -54,44 +58,41 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	sub := req.Submitted()
 	sub.User = user
-	g.start(w, r, tenant, req.WorkflowID, sub)
+	g.start(w, r, tenant, key, req.WorkflowID, sub)
 }
 
 // reservedWorkflowID is a path of its own under /v1/workflows.
 const reservedWorkflowID = "events"
 
-// start submits a new workflow (see submitWorkflow) and answers 202.
-func (g *Gateway) start(w http.ResponseWriter, r *http.Request, tenant, workflow string, sub events.WorkflowSubmitted) {
-	if resp, ok := g.submitWorkflow(w, r, tenant, workflow, sub); ok {
+// start submits a new workflow (see submitWorkflow) and answers 202; an
+// answer an earlier submission with the same idempotency key had made
+// says so in ReplayedHeader.
+func (g *Gateway) start(w http.ResponseWriter, r *http.Request, tenant, key, workflow string, sub events.WorkflowSubmitted) {
+	if resp, ok := g.submitWorkflow(w, r, tenant, key, workflow, sub); ok {
+		if resp.Replayed {
+			w.Header().Set(api.ReplayedHeader, "true")
+		}
 		writeJSON(w, http.StatusAccepted, resp)
 	}
 }
 
-// submitWorkflow publishes a submission for a new workflow (id generated
-// if empty; api.Submit) and waits until an orchestrator recorded it; on a
-// failure it answers the request itself and reports false.
-func (g *Gateway) submitWorkflow(w http.ResponseWriter, r *http.Request, tenant, workflow string, sub events.WorkflowSubmitted) (SubmitResponse, bool) {
-	if workflow == "" {
-		workflow = newWorkflowID()
-	}
-	key, _ := subjects.CheckpointKey(tenant, workflow)
-	if _, err := g.checkpoints.Get(r.Context(), key); err == nil {
-		writeError(w, http.StatusConflict, apiError{Code: "exists", Message: fmt.Sprintf("workflow %q already exists", workflow)})
-		return SubmitResponse{}, false
-	}
-	resp, err := api.Submit(r.Context(), storer{g}, events.SourceGateway, tenant, workflow, sub)
+// submitWorkflow stores a submission for a new workflow (store: id
+// generated if empty, quotas, idempotency key) and waits until an
+// orchestrator recorded it; on a failure it answers the request itself
+// and reports false.
+func (g *Gateway) submitWorkflow(w http.ResponseWriter, r *http.Request, tenant, key, workflow string, sub events.WorkflowSubmitted) (SubmitResponse, bool) {
+	resp, err := g.store(r.Context(), tenant, key, workflow, sub)
 	if err != nil {
-		g.log.Error("submit", "tenant", tenant, "workflow", workflow, "err", err)
-		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: fmt.Sprintf(
-			"could not store the submission within %s (send it again with the same workflow_id %q: it is stored once): %v", g.cfg.StoreTimeout, workflow, err)})
+		g.writeSubmitError(w, tenant, key, workflow, err)
 		return SubmitResponse{}, false
 	}
+	ck, _ := subjects.CheckpointKey(tenant, resp.WorkflowID)
 	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.AcceptTimeout)
 	defer cancel()
-	if _, err := g.checkpoints.Wait(ctx, key); err == nil {
+	if _, err := g.checkpoints.Wait(ctx, ck); err == nil {
 		resp.Status = api.StatusAccepted
 	}
-	base := "/v1/workflows/" + url.PathEscape(workflow)
+	base := "/v1/workflows/" + url.PathEscape(resp.WorkflowID)
 	resp.EventsURL, resp.StateURL = base+"/events", base
 	return resp, true
 }

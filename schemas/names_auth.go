@@ -4,3 +4,8 @@ package schemas
 // AGENTBUS_TOKENS): a JSON array of {"token", "tenant", "role"} or a JSON
 // object from token to {"tenant", "role"}.
 const Tokens = "tokens"
+
+// Quotas names the schema of the gateway's quota table (--quotas FILE or
+// AGENTBUS_QUOTAS): a JSON object from tenant id to {"running",
+// "queued_steps", "upload_bytes"}.
+const Quotas = "quotas"

@@ -30,6 +30,7 @@ var allNames = []string{
 	"fork.request",
 	"plan",
 	"progress",
+	"quotas",
 	"status",
 	"step.completed",
 	"step.failed",
@@ -264,6 +265,8 @@ var invalidGolden = map[string][]string{
 	"cancelled/reason-number":                    {"/reason"},
 	"custom/both":                                {""},
 	"custom/bad":                                 {"/extra", "/metadata/n", "/payload_base64"},
+	"quotas/bad":                                 {"/acme/queued_steps", "/acme/running", "/acme/upload"},
+	"quotas/bad-tenant":                          {"/Acme.x"},
 }
 
 func TestInvalidGolden(t *testing.T) {

@@ -188,6 +188,13 @@ func TestBuilders(t *testing.T) {
 		{name: "CheckpointKey", got: func() (string, error) { return subjects.CheckpointKey("acme", "wf1") }, want: "acme.wf1"},
 		{name: "CheckpointKey bad tenant", got: func() (string, error) { return subjects.CheckpointKey("acme.x", "wf1") }, wantErr: "tenant", badVal: "acme.x"},
 		{name: "CheckpointKey bad workflow", got: func() (string, error) { return subjects.CheckpointKey("acme", "wf>") }, wantErr: "workflow", badVal: "wf>"},
+		{name: "TenantSteps", got: func() (string, error) { return subjects.TenantSteps("acme") }, want: "agentbus.acme.step.*"},
+		{name: "TenantSteps bad tenant", got: func() (string, error) { return subjects.TenantSteps("*") }, wantErr: "tenant", badVal: "*"},
+		{name: "TenantQueued", got: func() (string, error) { return subjects.TenantQueued("acme") }, want: "agentbus.acme.queue.*.*"},
+		{name: "TenantQueued bad tenant", got: func() (string, error) { return subjects.TenantQueued("a.b") }, wantErr: "tenant", badVal: "a.b"},
+		{name: "IdempotencyKey", got: func() (string, error) { return subjects.IdempotencyKey("acme", "order-1") },
+			want: "acme.0bafe22156d2698c143b86040446d366ead863ba600d5c924f3d15c786ef4057"},
+		{name: "IdempotencyKey bad tenant", got: func() (string, error) { return subjects.IdempotencyKey("ac me", "k") }, wantErr: "tenant", badVal: "ac me"},
 		{name: "63-char tokens", got: func() (string, error) { return subjects.Step(len63, len63) }, want: "agentbus." + len63 + ".step." + len63},
 		{name: "64-char tenant", got: func() (string, error) { return subjects.Step(len64, "x") }, wantErr: "tenant", badVal: len64},
 	}
@@ -349,7 +356,7 @@ func TestNamesAreValidNATSNames(t *testing.T) {
 	names := []string{
 		subjects.StreamWorkflows, subjects.StreamSteps, subjects.StreamReplies,
 		subjects.StreamEvents, subjects.StreamDeadLetter,
-		subjects.BucketCheckpoints, subjects.BucketAgents, subjects.BucketControl,
+		subjects.BucketCheckpoints, subjects.BucketAgents, subjects.BucketControl, subjects.BucketIdempotency,
 		subjects.ConsumerSubmissions, subjects.ConsumerReplies,
 	}
 	seen := map[string]bool{}
@@ -368,5 +375,31 @@ func TestNamesAreValidNATSNames(t *testing.T) {
 	}
 	if strings.ContainsAny(c, ".*> ") {
 		t.Errorf("StepConsumer = %q holds a forbidden character", c)
+	}
+}
+
+// TestIdempotencyKey: a key hashes to one KV key token per tenant, the
+// same for the same key, whatever characters the key holds; an empty key
+// is refused.
+func TestIdempotencyKey(t *testing.T) {
+	a, _ := subjects.IdempotencyKey("acme", "k/1 ü.*>")
+	b, _ := subjects.IdempotencyKey("beta", "k/1 ü.*>")
+	if !strings.HasPrefix(a, "acme.") || strings.TrimPrefix(a, "acme.") != strings.TrimPrefix(b, "beta.") || strings.Count(a, ".") != 1 ||
+		strings.ContainsAny(strings.TrimPrefix(a, "acme."), "*> /") {
+		t.Errorf("IdempotencyKey = %q and %q: want one hex token after each tenant", a, b)
+	}
+	if _, err := subjects.IdempotencyKey("acme", ""); !errors.Is(err, subjects.ErrInvalidToken) {
+		t.Errorf("an empty key: %v, want ErrInvalidToken", err)
+	}
+	steps, _ := subjects.TenantSteps("acme")
+	step, _ := subjects.Step("acme", "x1")
+	other, _ := subjects.Step("beta", "x1")
+	if !matches(steps, step) || matches(steps, other) {
+		t.Errorf("TenantSteps %q: want %q matched and %q not", steps, step, other)
+	}
+	queued, _ := subjects.TenantQueued("acme")
+	q, _ := subjects.Queue("acme", "x1", 3)
+	if !matches(queued, q) || !matches(subjects.AllQueued, q) {
+		t.Errorf("TenantQueued %q does not match %q", queued, q)
 	}
 }

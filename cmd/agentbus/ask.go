@@ -32,7 +32,7 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 
 func newAsk() *cobra.Command {
 	var f clientFlags
-	var planFile, session string
+	var planFile, session, idemKey string
 	var plain, newSession bool
 	cmd := &cobra.Command{
 		Use:   "ask [flags] QUERY",
@@ -64,11 +64,21 @@ func newAsk() *cobra.Command {
 			if newSession {
 				fmt.Fprintf(cmd.ErrOrStderr(), "session %s (continue it with: agentbus ask --session %s QUERY)\n", id, id)
 			}
+			var opts []sdk.SubmitOption
+			if idemKey != "" {
+				if err := api.ValidIdempotencyKey(idemKey); err != nil {
+					return &exitError{code: exitUsage, msg: fmt.Sprintf("--idempotency-key: %q: want %s", idemKey, api.IdempotencyKeyRule)}
+				}
+				opts = append(opts, sdk.WithIdempotencyKey(idemKey))
+			}
 			c := newClientFor(f)
 			out := cmd.OutOrStdout()
-			sub, err := c.submit(cmd.Context(), req)
+			sub, err := c.submit(cmd.Context(), req, opts...)
 			if err != nil {
 				return &exitError{code: exitUsage, msg: err.Error()}
+			}
+			if sub.Replayed {
+				fmt.Fprintf(cmd.ErrOrStderr(), "idempotency key %s was used within 24h for this same request: following its workflow %s\n", idemKey, sub.WorkflowID)
 			}
 			if _, live := liveTerminal(out, f, plain); !f.json && !live {
 				fmt.Fprintf(out, "workflow %s (tenant %s)\n", sub.WorkflowID, sub.TenantID)
@@ -81,6 +91,8 @@ func newAsk() *cobra.Command {
 	cmd.Flags().StringVar(&session, "session", "", "continue (or start) this conversation session: earlier turns reach the agents and a follow-up "+
 		"(\"and what about its read lock?\") is resolved against them; GET /v1/sessions/ID lists its turns")
 	cmd.Flags().BoolVar(&newSession, "new-session", false, "start a new conversation session and print its id on stderr")
+	cmd.Flags().StringVar(&idemKey, "idempotency-key", "", "submit at most once under this key: run again with the same key and request within 24h, "+
+		"it follows the workflow the first run started instead of starting another (the same key with another request is refused, 409)")
 	registerPlain(cmd, &plain)
 	return cmd
 }

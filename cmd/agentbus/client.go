@@ -61,12 +61,12 @@ func (c *client) do(ctx context.Context, method, path string, body []byte) (*htt
 // JSON pointer into the body).
 func apiErr(resp *http.Response) error { return sdk.ReadError(resp) }
 
-func (c *client) submit(ctx context.Context, req api.SubmitRequest) (api.SubmitResponse, error) {
+func (c *client) submit(ctx context.Context, req api.SubmitRequest, opts ...sdk.SubmitOption) (api.SubmitResponse, error) {
 	s, err := c.sdk()
 	if err != nil {
 		return api.SubmitResponse{}, err
 	}
-	return s.Submit(ctx, req)
+	return s.Submit(ctx, req, opts...)
 }
 
 // follow streams a workflow's frames after offset from, calling fn for

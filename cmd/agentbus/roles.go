@@ -117,6 +117,7 @@ func newGateway() *cobra.Command {
 	var f connectFlags
 	var addr string
 	var auth authFlags
+	var quotas quotaFlags
 	var ws wsFlags
 	var of otelFlags
 	var ef embedFlags
@@ -150,7 +151,7 @@ func newGateway() *cobra.Command {
 			}
 			defer reg.Close()
 			g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: addr, Logger: log, Auth: auth.config(), WS: ws.config(), CORS: ws.cors(), Documents: ws.documents(),
-				TracerProvider: tp, Registry: reg})
+				Quotas: quotas.config(), TracerProvider: tp, Registry: reg})
 			if err != nil {
 				return &exitError{code: exitUsage, msg: err.Error()}
 			}
@@ -165,6 +166,7 @@ func newGateway() *cobra.Command {
 	f.register(cmd)
 	cmd.Flags().StringVar(&addr, "http-addr", "127.0.0.1:8080", "HTTP listen address HOST:PORT")
 	auth.register(cmd)
+	quotas.register(cmd)
 	ws.register(cmd)
 	of.register(cmd)
 	ef.register(cmd)

@@ -32,6 +32,7 @@ type serveFlags struct {
 	worker      workerFlags
 	plan        planFlags
 	auth        authFlags
+	quotas      quotaFlags
 	ws          wsFlags
 	search      backendFlags
 	otel        otelFlags
@@ -65,6 +66,7 @@ func newServe() *cobra.Command {
 	f.worker.register(cmd)
 	f.plan.register(cmd)
 	f.auth.register(cmd)
+	f.quotas.register(cmd)
 	f.ws.register(cmd)
 	f.search.register(cmd)
 	f.otel.register(cmd)
@@ -214,7 +216,7 @@ func (f serveFlags) config(ctx context.Context, server broker.Config, log *slog.
 		// orchestrator and the gateway.
 		Registry: discovery.Config{Embedder: d.embedder},
 		Gateway: gateway.Config{Auth: f.auth.config(), WS: f.ws.config(), CORS: f.ws.cors(), Documents: f.ws.documents(),
-			Metrics: metrics.gatherer(), TracerProvider: tp},
+			Quotas: f.quotas.config(), Metrics: metrics.gatherer(), TracerProvider: tp},
 	}, stopTracing, nil
 }
 

@@ -3,6 +3,7 @@ package a2a
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -133,10 +134,13 @@ func submittedTask(id, contextID string, first *a2a.Message) *a2a.Task {
 
 // startTask starts a workflow for a new task and returns the task as
 // submitted. workflow empty means a fresh id; idAt points at where a
-// client-chosen id came from.
+// client-chosen id came from. With an idempotency key in ctx (withKey)
+// the task of an earlier message/send with the same key and message is
+// the answer, and no new one starts.
 func (g *Server) startTask(ctx context.Context, tenant, workflow, idAt string, in partsInput, messageID, contextID string) (*a2a.Task, *rpcError) {
+	requested := workflow
 	if workflow == "" {
-		workflow = newWorkflowID()
+		workflow = newWorkflowID() // to check the request with; Submit picks the id
 	} else if g.taskExists(ctx, tenant, workflow) {
 		return nil, rpcErr(rpcInvalidParams, idAt, "task %q already exists", workflow)
 	}
@@ -154,10 +158,11 @@ func (g *Server) startTask(ctx context.Context, tenant, workflow, idAt string, i
 		sub.SessionID = contextID
 	}
 	sub.User = g.gw.User(ctx)
-	if _, err := api.Submit(ctx, g.gw, events.SourceGateway, tenant, workflow, sub); err != nil {
-		g.log.Error("a2a submit", "tenant", tenant, "workflow", workflow, "err", err)
-		return nil, rpcErr(rpcInternalError, "", "could not store the submission: %v", err)
+	resp, err := g.gw.Submit(ctx, tenant, keyOf(ctx), requested, sub)
+	if err != nil {
+		return nil, g.submitError(err, tenant, requested, idAt)
 	}
+	workflow = resp.WorkflowID
 	// Wait, like POST /v1/workflows, until an orchestrator recorded the
 	// task, so that tasks/get and tasks/resubscribe find it; past
 	// AcceptTimeout it is still submitted, durably, and runs later.
@@ -169,6 +174,27 @@ func (g *Server) startTask(ctx context.Context, tenant, workflow, idAt string, i
 		contextID = workflow
 	}
 	return submittedTask(workflow, contextID, in.userMessage(messageID, workflow, contextID)), nil
+}
+
+// submitError is the JSON-RPC error of a submission the gateway refused
+// or could not store.
+func (g *Server) submitError(err error, tenant, workflow, idAt string) *rpcError {
+	var (
+		reused *api.KeyReusedError
+		quota  *api.QuotaError
+	)
+	switch {
+	case errors.Is(err, api.ErrWorkflowExists):
+		return rpcErr(rpcInvalidParams, idAt, "task %q already exists", workflow)
+	case errors.As(err, &reused):
+		return rpcErr(rpcInvalidRequest, "", "header %s: %q was sent with another message within the last 24 hours, which started task %s: send that same message again to get its task, or use a new key",
+			api.IdempotencyHeader, reused.Key, reused.Workflow)
+	case errors.As(err, &quota):
+		q := quota.Quota
+		return &rpcError{Code: rpcQuotaExceeded, Detail: quota.Reason(), Quota: &q, RetryAfter: quota.RetryAfter}
+	}
+	g.log.Error("a2a submit", "tenant", tenant, "err", err)
+	return rpcErr(rpcInternalError, "", "could not store the submission: %v", err)
 }
 
 // rpcSend answers message/send: a new task (or the decision on an

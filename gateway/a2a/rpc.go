@@ -2,13 +2,17 @@ package a2a
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
+	"time"
 
+	"github.com/agentbus/agentbus/api"
 	"github.com/agentbus/agentbus/schemas"
 )
 
@@ -25,6 +29,9 @@ const (
 	rpcUnsupportedOperation   = -32004
 	rpcUnsupportedContentType = -32005
 	rpcExtendedCardNotEnabled = -32007
+	// rpcQuotaExceeded is agentbus's own: the tenant is at a quota (its
+	// data names it, with retry_after in seconds), as HTTP's 429.
+	rpcQuotaExceeded = -32029
 )
 
 // rpcMessages are the codes' standard messages.
@@ -40,6 +47,7 @@ var rpcMessages = map[int]string{
 	rpcUnsupportedOperation:   "This operation is not supported",
 	rpcUnsupportedContentType: "Incompatible content types",
 	rpcExtendedCardNotEnabled: "Authenticated Extended Card is not configured",
+	rpcQuotaExceeded:          "Quota exceeded",
 }
 
 // The A2A JSON-RPC methods.
@@ -59,6 +67,10 @@ type rpcError struct {
 	Detail   string
 	Pointer  string
 	Problems []schemas.Problem
+	// Quota and RetryAfter say which quota refused a submission, and
+	// when to try again (rpcQuotaExceeded).
+	Quota      *api.Quota
+	RetryAfter time.Duration
 }
 
 func (e *rpcError) Error() string {
@@ -71,9 +83,11 @@ func (e *rpcError) Error() string {
 // MarshalJSON writes {code, message, data: {error, pointer, problems}}.
 func (e *rpcError) MarshalJSON() ([]byte, error) {
 	type data struct {
-		Error    string            `json:"error,omitempty"`
-		Pointer  *string           `json:"pointer,omitempty"`
-		Problems []schemas.Problem `json:"problems,omitempty"`
+		Error      string            `json:"error,omitempty"`
+		Pointer    *string           `json:"pointer,omitempty"`
+		Problems   []schemas.Problem `json:"problems,omitempty"`
+		Quota      *api.Quota        `json:"quota,omitempty"`
+		RetryAfter int               `json:"retry_after,omitempty"`
 	}
 	out := struct {
 		Code    int    `json:"code"`
@@ -81,7 +95,10 @@ func (e *rpcError) MarshalJSON() ([]byte, error) {
 		Data    *data  `json:"data,omitempty"`
 	}{Code: e.Code, Message: rpcMessages[e.Code]}
 	if e.Detail != "" || e.Pointer != "" || len(e.Problems) > 0 {
-		out.Data = &data{Error: e.Detail, Problems: e.Problems}
+		out.Data = &data{Error: e.Detail, Problems: e.Problems, Quota: e.Quota}
+		if e.RetryAfter > 0 {
+			out.Data.RetryAfter = int(math.Ceil(e.RetryAfter.Seconds()))
+		}
 		if e.Pointer != "" || e.Code == rpcInvalidParams {
 			out.Data.Pointer = &e.Pointer
 		}
@@ -263,6 +280,14 @@ func (g *Server) a2aRPC(w http.ResponseWriter, r *http.Request) {
 			"a viewer token is read-only: %s needs a client or admin token; %s and %s are allowed", req.Method, methodGet, methodResubscribe))
 		return
 	}
+	if req.Method == methodSend || req.Method == methodStream {
+		key, rerr := idempotencyKey(r)
+		if rerr != nil {
+			writeRPC(w, http.StatusOK, req.ID, nil, rerr)
+			return
+		}
+		r = r.WithContext(withKey(r.Context(), key))
+	}
 	var result any
 	switch req.Method {
 	case methodStream, methodResubscribe:
@@ -284,4 +309,39 @@ func (g *Server) a2aRPC(w http.ResponseWriter, r *http.Request) {
 			req.Method, methodSend, methodStream, methodGet, methodCancel, methodResubscribe)
 	}
 	writeRPC(w, http.StatusOK, req.ID, result, rerr)
+}
+
+// keyKey is the context key of a request's idempotency key.
+type keyKey struct{}
+
+// withKey returns ctx carrying the idempotency key of its request ("" for
+// none), which startTask submits with.
+func withKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, keyKey{}, key)
+}
+
+// keyOf is the idempotency key withKey put in ctx, "" if none.
+func keyOf(ctx context.Context) string {
+	k, _ := ctx.Value(keyKey{}).(string)
+	return k
+}
+
+// idempotencyKey reads the request's Idempotency-Key header (message/send
+// and message/stream): "" when it has none, an invalid request error
+// naming the header when it is malformed or sent twice.
+func idempotencyKey(r *http.Request) (string, *rpcError) {
+	vs := r.Header.Values(api.IdempotencyHeader)
+	switch {
+	case len(vs) == 0:
+		return "", nil
+	case len(vs) > 1:
+		return "", rpcErr(rpcInvalidRequest, "", "header %s: sent %d times: send one key", api.IdempotencyHeader, len(vs))
+	}
+	if err := api.ValidIdempotencyKey(vs[0]); err != nil {
+		if len(vs[0]) > api.MaxIdempotencyKey {
+			return "", rpcErr(rpcInvalidRequest, "", "header %s: %d bytes: want %s", api.IdempotencyHeader, len(vs[0]), api.IdempotencyKeyRule)
+		}
+		return "", rpcErr(rpcInvalidRequest, "", "header %s: %q: want %s", api.IdempotencyHeader, vs[0], api.IdempotencyKeyRule)
+	}
+	return vs[0], nil
 }

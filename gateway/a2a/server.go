@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentbus/agentbus/api"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
@@ -37,10 +38,13 @@ type Gateway interface {
 	// someone else's).
 	Sees(ctx context.Context, cp map[string]json.RawMessage) bool
 	SeesAll(ctx context.Context) bool
-	// Publish publishes a submission with its dedup id msgID, as every
-	// front door does (api.Submit), within the gateway's store timeout
-	// and traced.
-	Publish(ctx context.Context, subject string, env events.Envelope, msgID string) (bus.Published, error)
+	// Submit stores a new task's submission as every front door does
+	// (api.SubmitOnce): within the gateway's store timeout and traced,
+	// with the tenant's quotas and, if key is not "", its idempotency key;
+	// workflow "" has an id picked. Its errors are SubmitOnce's
+	// (api.ErrWorkflowExists, *api.KeyReusedError, *api.QuotaError,
+	// *api.StoreError).
+	Submit(ctx context.Context, tenant, key, workflow string, sub events.WorkflowSubmitted) (api.SubmitResponse, error)
 	// WriteError answers in the gateway's error shape {"error": {code,
 	// message, problems}}, each problem at its pointer into the body.
 	WriteError(w http.ResponseWriter, status int, code, message string, probs []schemas.Problem)
