@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbus/agentbus/api"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
@@ -40,6 +41,28 @@ func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) (e
 	}
 	ctx, span := o.startSubmit(ctx, d, p.Tenant, wf)
 	defer func() { endSpan(span, err) }()
+	if key := d.Header(api.NATSIdempotencyHeader); key != "" {
+		// A bare NATS submitter's idempotency key (the gateway and the
+		// SDK claim theirs before they publish; then this finds its own).
+		dup, refused, err := o.claimKey(ctx, p.Tenant, wf, key, sub)
+		switch {
+		case err != nil:
+			return err
+		case dup != "":
+			o.log.Info("submission with an idempotency key already used: not started again", "tenant", p.Tenant, "workflow", wf, "first", dup)
+			return nil
+		case refused != nil:
+			cp := workflow.New(workflow.Start{TenantID: p.Tenant, WorkflowID: wf, Query: sub.Query}, time.Now().UTC())
+			eff, spans, err := o.begin(cp, workflow.Malformed{Error: *refused})
+			if err != nil {
+				return err
+			}
+			if err := o.create(ctx, cp, eff, spans); err != nil && !errors.Is(err, bus.ErrConflict) {
+				return err
+			}
+			return nil
+		}
+	}
 	// Planning (and a follow-up's rewrite) may wait on an LLM for longer
 	// than AckWait: keep the submission ours meanwhile, or it would be
 	// planned twice.
@@ -166,4 +189,25 @@ func first(h map[string][]string, key string) string {
 		}
 	}
 	return ""
+}
+
+// claimKey claims a bare NATS submission's idempotency key for workflow
+// wf: it returns the workflow the key already names when this one is its
+// duplicate, or the error that refuses the submission (the key is not
+// valid, or names a different request).
+func (o *Orchestrator) claimKey(ctx context.Context, tenant, wf, key string, sub events.WorkflowSubmitted) (string, *events.Error, error) {
+	kv, err := o.bus.Idempotency(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	dup, err := api.ClaimDelivered(ctx, kv, tenant, key, wf, sub)
+	var reused *api.KeyReusedError
+	switch {
+	case errors.As(err, &reused):
+		return "", &events.Error{Code: events.CodeInvalidRequest, Pointer: "/header/" + api.NATSIdempotencyHeader,
+			Message: fmt.Sprintf("idempotency key %q was used for another request (workflow %s) within 24 h", key, reused.Workflow)}, nil
+	case errors.Is(err, api.ErrInvalidKey):
+		return "", &events.Error{Code: events.CodeInvalidRequest, Pointer: "/header/" + api.NATSIdempotencyHeader, Message: err.Error()}, nil
+	}
+	return dup, nil, err
 }
