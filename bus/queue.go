@@ -211,7 +211,7 @@ func take(cons jetstream.Consumer, subj string) (*QueuedStep, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: fetch %s: %w", subj, err)
 	}
-	for m := range batch.Messages() {
+	if m, ok := <-batch.Messages(); ok {
 		tenant, capability, prio, _ := subjects.ParseQueue(m.Subject())
 		q := &QueuedStep{Tenant: tenant, Capability: capability, Priority: prio, MsgID: m.Headers().Get(jetstream.MsgIDHeader), msg: m}
 		if md, err := m.Metadata(); err == nil {

@@ -24,14 +24,3 @@ func clone(t testing.TB, cp *workflow.Checkpoint) *workflow.Checkpoint {
 	}
 	return &c
 }
-
-var kindNames = map[workflow.Kind]string{
-	workflow.KindPlanned: "KindPlanned", workflow.KindForked: "KindForked", workflow.KindMalformed: "KindMalformed",
-	workflow.KindCompleted: "KindCompleted", workflow.KindFailed: "KindFailed", workflow.KindMalformedReply: "KindMalformedReply",
-	workflow.KindCancel: "KindCancel", workflow.KindApprove: "KindApprove", workflow.KindReject: "KindReject",
-	workflow.KindResume: "KindResume", workflow.KindDeadline: "KindDeadline", workflow.KindLost: "KindLost",
-	workflow.KindHeld: "KindHeld", workflow.KindSteppedDown: "KindSteppedDown", workflow.KindAbandoned: "KindAbandoned",
-	workflow.KindNote: "KindNote", workflow.KindThrottled: "KindThrottled",
-}
-
-func kindName(k workflow.Kind) string { return kindNames[k] }
