@@ -26,8 +26,8 @@ import (
 // work-queue stream allows no second consumer over the same subjects), so
 // fairness cannot be had by reordering that queue: it is had by keeping it
 // short. When a capability is busy — as many requests wait in
-// AGENTBUS_STEPS for a worker as the workers have slots, and minWindow
-// more (the consumer counts both), or steps already wait for admission —
+// AGENTBUS_STEPS for a worker as the workers have slots (the consumer
+// counts both; at least minWindow), or steps already wait for admission —
 // the engine sends a new step request to the tenant's queue of the
 // capability, agentbus.<tenant>.queue.<capability>.<priority> in
 // AGENTBUS_QUEUE (workflow.Policy.Park), instead of to the step subject.
@@ -50,9 +50,8 @@ import (
 // priority waiting is admitted instead of the highest.
 const agingEvery = 4
 
-// minWindow is how many requests may wait in AGENTBUS_STEPS beyond the
-// workers' slots (all of them, for a capability whose workers the
-// consumer cannot count yet: none has pulled).
+// minWindow is how many requests may wait in AGENTBUS_STEPS when the
+// consumer counts fewer worker slots (none, before a worker has pulled).
 const minWindow = 2
 
 // admission is an orchestrator's part in flow control: the load probes that
@@ -113,9 +112,11 @@ func (f *admission) freed() {
 }
 
 // window is how many requests may wait in AGENTBUS_STEPS for a
-// capability: one per worker slot and minWindow more, so that a step
-// admitted waits about one round of the workers, and a capability kept
-// just busy by one tenant's steady stream seldom parks any.
+// capability: one per worker slot (at least minWindow), so that a step
+// admitted waits about one round of the workers. A larger window parks
+// less of a saturated capability's work (cheaper) and lets a late
+// tenant wait longer (less fair): BenchmarkNoisyNeighbour measured the
+// quiet tenant's p95 at 2.4× alone with this window, 3.5× with twice it.
 func window(l bus.Load) int { return max(l.Slots(), minWindow) }
 
 // park lists, among the capabilities of a workflow's plan (and their
