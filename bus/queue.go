@@ -149,43 +149,64 @@ type QueuedStep struct {
 // Nak leaves the step in its queue for another try after delay.
 func (q *QueuedStep) Nak(delay time.Duration) error { return q.msg.NakWithDelay(delay) }
 
-// Admit publishes a queued step request, headers, data and dedup key as
-// they are, on its step subject, where the capability's workers take it,
-// then removes it from the queue. Were the queue's ack lost, the request
-// comes round again and its second publish is a duplicate the step
-// stream drops.
-func (b *Bus) Admit(ctx context.Context, q *QueuedStep) error {
-	subj, err := subjects.Step(q.Tenant, q.Capability)
-	if err != nil {
-		return err
+// Admit publishes queued step requests — headers, data and dedup key as
+// they are — on their step subjects, where the capabilities' workers take
+// them, waiting once for all the acknowledgements, then removes each one
+// stored from its queue; one not stored is left for another try. Were a
+// queue's ack lost, the request comes round again and its second publish
+// is a duplicate the step stream drops.
+func (b *Bus) Admit(ctx context.Context, qs []*QueuedStep) error {
+	if len(qs) == 0 {
+		return nil
 	}
-	m := &nats.Msg{Subject: subj, Header: nats.Header{}, Data: q.msg.Data()}
-	for k, v := range q.msg.Headers() {
-		m.Header[k] = v
+	futures := make([]jetstream.PubAckFuture, len(qs))
+	var errs []error
+	for i, q := range qs {
+		subj, err := subjects.Step(q.Tenant, q.Capability)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m := &nats.Msg{Subject: subj, Header: nats.Header{}, Data: q.msg.Data()}
+		for k, v := range q.msg.Headers() {
+			m.Header[k] = v
+		}
+		if futures[i], err = b.js.PublishMsgAsync(m); err != nil {
+			errs = append(errs, fmt.Errorf("bus: admit %s: %w", q.MsgID, err))
+		}
 	}
-	_, err = retryElection(ctx, b.electionWait, func(ctx context.Context) error {
-		_, err := b.js.PublishMsg(ctx, m)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("bus: admit %s to %s: %w", q.MsgID, subj, err)
+	for i, f := range futures {
+		if f == nil {
+			_ = qs[i].Nak(time.Second)
+			continue
+		}
+		select {
+		case <-f.Ok():
+			_ = qs[i].msg.Ack()
+		case err := <-f.Err():
+			_ = qs[i].Nak(time.Second)
+			errs = append(errs, fmt.Errorf("bus: admit %s: %w", qs[i].MsgID, err))
+		case <-ctx.Done():
+			_ = qs[i].Nak(time.Second)
+			errs = append(errs, ctx.Err())
+		}
 	}
-	return q.msg.Ack()
+	return errors.Join(errs...)
 }
 
-// TakeQueued takes the oldest step request waiting on one tenant's queue
-// of a capability at a priority, through that queue's durable consumer
-// (made on first use); ErrNotFound when none waits.
-func (b *Bus) TakeQueued(ctx context.Context, tenant, capability string, priority int, ackWait time.Duration) (*QueuedStep, error) {
+// TakeQueued takes up to n of the oldest step requests waiting on one
+// tenant's queue of a capability at a priority, through that queue's
+// durable consumer (made on first use); ErrNotFound when none waits.
+func (b *Bus) TakeQueued(ctx context.Context, tenant, capability string, priority, n int, ackWait time.Duration) ([]*QueuedStep, error) {
 	subj, err := subjects.Queue(tenant, capability, priority)
 	if err != nil {
 		return nil, err
 	}
 	name, _ := subjects.QueueConsumer(tenant, capability, priority)
 	if c, ok := b.queues.Load(name); ok {
-		q, err := take(c.(jetstream.Consumer), subj)
+		qs, err := take(c.(jetstream.Consumer), subj, n)
 		if err == nil || errors.Is(err, ErrNotFound) {
-			return q, err
+			return qs, err
 		}
 		b.queues.Delete(name) // deleted under us (an inactive one): made again
 	}
@@ -193,7 +214,7 @@ func (b *Bus) TakeQueued(ctx context.Context, tenant, capability string, priorit
 	_, err = retryElection(ctx, b.electionWait, func(ctx context.Context) (err error) {
 		cons, err = b.js.CreateOrUpdateConsumer(ctx, subjects.StreamQueue, jetstream.ConsumerConfig{
 			Durable: name, FilterSubject: subj, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
-			MaxDeliver: -1, MaxAckPending: 256, DeliverPolicy: jetstream.DeliverAllPolicy,
+			MaxDeliver: -1, MaxAckPending: 1024, DeliverPolicy: jetstream.DeliverAllPolicy,
 			InactiveThreshold: time.Hour,
 		})
 		return err
@@ -202,27 +223,31 @@ func (b *Bus) TakeQueued(ctx context.Context, tenant, capability string, priorit
 		return nil, fmt.Errorf("bus: consumer %s: %w", name, err)
 	}
 	b.queues.Store(name, cons)
-	return take(cons, subj)
+	return take(cons, subj, n)
 }
 
-// take fetches one message from a queue consumer without waiting.
-func take(cons jetstream.Consumer, subj string) (*QueuedStep, error) {
-	batch, err := cons.FetchNoWait(1)
+// take fetches up to n messages from a queue consumer without waiting.
+func take(cons jetstream.Consumer, subj string, n int) ([]*QueuedStep, error) {
+	batch, err := cons.FetchNoWait(max(n, 1))
 	if err != nil {
 		return nil, fmt.Errorf("bus: fetch %s: %w", subj, err)
 	}
-	if m, ok := <-batch.Messages(); ok {
+	var out []*QueuedStep
+	for m := range batch.Messages() {
 		tenant, capability, prio, _ := subjects.ParseQueue(m.Subject())
 		q := &QueuedStep{Tenant: tenant, Capability: capability, Priority: prio, MsgID: m.Headers().Get(jetstream.MsgIDHeader), msg: m}
 		if md, err := m.Metadata(); err == nil {
 			q.At = md.Timestamp
 		}
-		return q, nil
+		out = append(out, q)
 	}
-	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && len(out) == 0 {
 		return nil, fmt.Errorf("bus: fetch %s: %w", subj, err)
 	}
-	return nil, fmt.Errorf("%w: no step waits on %s", ErrNotFound, subj)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no step waits on %s", ErrNotFound, subj)
+	}
+	return out, nil
 }
 
 // StepCounts counts the requests stored on a capability's step subject by

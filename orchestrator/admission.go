@@ -369,6 +369,15 @@ func (f *admission) admit(ctx context.Context, capability string, ws []bus.Waiti
 			break
 		}
 	}
+	// Decide the round first, one admission at a time in fair order;
+	// then take each queue's share in one fetch and move them all with
+	// one wait for their acknowledgements.
+	type queue struct {
+		tenant string
+		prio   int
+	}
+	var order []queue
+	share := map[queue]int{}
 	now := time.Now()
 	for free > 0 && len(waiting) > 0 {
 		tenant := f.next(capability, waiting)
@@ -380,25 +389,31 @@ func (f *admission) admit(ctx context.Context, capability string, ws []bus.Waiti
 			delete(waiting, tenant)
 			continue
 		}
-		q, err := f.o.bus.TakeQueued(ctx, tenant, capability, prio, f.o.cfg.AckWait)
-		if errors.Is(err, bus.ErrNotFound) {
-			f.drop(waiting, tenant, prio, true)
-			continue
+		q := queue{tenant, prio}
+		if share[q] == 0 {
+			order = append(order, q)
 		}
-		if err != nil {
-			return err
-		}
-		if err := f.o.bus.Admit(ctx, q); err != nil {
-			_ = q.Nak(time.Second)
-			return err
-		}
+		share[q]++
 		f.drop(waiting, tenant, prio, false)
 		free--
 		if inFlight != nil {
 			inFlight[tenant]++
 		}
 		f.advance(capability, tenant)
-		f.o.cfg.Metrics.admitted(tenant, capability, time.Since(q.At))
+	}
+	var taken []*bus.QueuedStep
+	for _, q := range order {
+		qs, err := f.o.bus.TakeQueued(ctx, q.tenant, capability, q.prio, share[q], f.o.cfg.AckWait)
+		if err != nil && !errors.Is(err, bus.ErrNotFound) {
+			return errors.Join(err, f.o.bus.Admit(ctx, taken))
+		}
+		taken = append(taken, qs...)
+	}
+	if err := f.o.bus.Admit(ctx, taken); err != nil {
+		return err
+	}
+	for _, q := range taken {
+		f.o.cfg.Metrics.admitted(q.Tenant, capability, now.Sub(q.At))
 	}
 	return nil
 }
@@ -565,10 +580,11 @@ func (f *admission) lease(ctx context.Context, capability string) (bool, error) 
 // that it waits for the tenant's limit, once per request: it takes the
 // request, applies workflow.Throttled to its workflow, and puts it back.
 func (f *admission) throttle(ctx context.Context, tenant, capability string, prio int, why string, until time.Time) {
-	q, err := f.o.bus.TakeQueued(ctx, tenant, capability, prio, f.o.cfg.AckWait)
+	qs, err := f.o.bus.TakeQueued(ctx, tenant, capability, prio, 1, f.o.cfg.AckWait)
 	if err != nil {
 		return
 	}
+	q := qs[0]
 	defer func() { _ = q.Nak(0) }()
 	f.mu.Lock()
 	seen := f.throttled[q.MsgID]
