@@ -5,8 +5,12 @@
 // feed of workflow status changes (SSE on GET /v1/workflows/events,
 // WebSocket on /v1/ws; tenantfeed*.go), controlling them
 // (cancel, resume, approve, fork, checkpoint history, listing), the agent
-// registry and semantic discovery (GET /v1/agents, ?query=…&k=5), the A2A
-// protocol (agent card, JSON-RPC at /a2a) and the legacy POST /tasks/send,
+// registry and semantic discovery (GET /v1/agents, ?query=…&k=5), how
+// busy each capability is for the tenant — its workers, and the tenant's
+// steps queued by flow control, in flight and throttled, read from
+// JetStream at most once a second (GET /v1/capabilities, capabilities.go),
+// the A2A protocol (agent card, JSON-RPC at /a2a) and the legacy
+// POST /tasks/send,
 // conversations (session_id on a submission, an A2A contextId that is a
 // token; GET /v1/sessions/{id} lists a session's turns; sessions.go),
 // authentication (tokens → tenant, role and optionally user — a user's

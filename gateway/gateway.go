@@ -145,6 +145,8 @@ type Gateway struct {
 	// subscribers (SSE, WebSocket, A2A); stop ends them.
 	hubs *fanout.Hubs
 	stop context.CancelFunc
+	// flow caches the counts of GET /v1/capabilities (capabilities.go).
+	flow flowCache
 	// ws and a2a serve the WebSocket and A2A protocols (mount.go).
 	ws  *ws.Server
 	a2a *a2a.Server
@@ -211,6 +213,7 @@ func (g *Gateway) routes() {
 	g.routesAuth()
 	g.routesTenantFeed()
 	g.routesDocuments()
+	g.routesCapabilities()
 	g.routesDashboard()
 }
 

@@ -17,6 +17,7 @@ var routes = []surface{
 	{http.MethodGet, "/metrics", ""},
 	{http.MethodGet, "/.well-known/agent-card.json", ""},
 	{http.MethodGet, "/v1/agents", ""},
+	{http.MethodGet, "/v1/capabilities", ""},
 	{http.MethodGet, "/v1/workflows", ""},
 	{http.MethodGet, "/v1/workflows/events", ""},
 	{http.MethodGet, "/v1/ws", ""},
@@ -72,6 +73,7 @@ func TestErrorShape(t *testing.T) {
 		{"agents k without query", "GET", "/v1/agents?k=3", "", nil, 400, "invalid_request", &problem{"query", "k", `"3"`}},
 		{"agents blank query", "GET", "/v1/agents?query=%20", "", nil, 400, "invalid_request", &problem{"query", "query", `" "`}},
 		{"agents long query", "GET", "/v1/agents?query=" + strings.Repeat("q", 5000), "", nil, 400, "invalid_request", &problem{"query", "query", "5000 bytes"}},
+		{"capabilities all_tenants", "GET", "/v1/capabilities?all_tenants=maybe", "", nil, 400, "invalid_request", &problem{"query", "all_tenants", `"maybe"`}},
 		// Headers.
 		{"tenant on GET", "GET", "/v1/workflows", "", []string{gateway.TenantHeader, "Bad.Tenant"}, 400, "invalid_tenant", &problem{"header", gateway.TenantHeader, `"Bad.Tenant"`}},
 		{"tenant on POST", "POST", "/v1/workflows", `{"query": "x"}`, []string{gateway.TenantHeader, "a b"}, 400, "invalid_tenant", &problem{"header", gateway.TenantHeader, `"a b"`}},

@@ -188,6 +188,7 @@ func TestAuthRejections(t *testing.T) {
 		{http.MethodPost, "/v1/workflows", `{"query": "x"}`},
 		{http.MethodGet, "/v1/workflows", ""},
 		{http.MethodGet, "/v1/agents", ""},
+		{http.MethodGet, "/v1/capabilities", ""},
 	}, workflowSurfaces...)
 	for name, c := range creds {
 		for _, sf := range all {

@@ -94,8 +94,10 @@ func TestDashboardAnswer(t *testing.T) {
 	// The list shows it, completed, with its query.
 	d.open(t, "/", `[data-testid="workflows"] tbody tr[data-status="completed"]`)
 	d.shot(t, "workflows")
-	// The agents page and the discovery box.
+	// The agents page, its capabilities (search idle again: nothing of
+	// acme's waits) and the discovery box.
 	d.open(t, "/agents", `[data-testid="agents"] tr[data-agent="search"]`)
+	d.visible(t, `[data-testid="capabilities"] tr[data-capability="search"][data-flow="idle"]`)
 	d.run(t, sendKeys(`[data-testid="discover"]`, "find documents about consumers"))
 	d.click(t, `form.discover button[type="submit"]`)
 	d.visible(t, `[data-match]`)

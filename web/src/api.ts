@@ -145,4 +145,33 @@ export interface Match {
   healthy: number;
 }
 
+/** TenantSteps is one tenant's steps of a capability (GET /v1/capabilities). */
+export interface TenantSteps {
+  tenant_id?: string;
+  /** queued counts the steps waiting for admission (flow control). */
+  queued: number;
+  queued_by_priority?: Record<string, number>;
+  /** in_flight counts the steps on the step subject: waiting for a worker or running. */
+  in_flight: number;
+  oldest_queued_ms?: number;
+  /** throttled: steps wait while a worker is idle (the tenant's own limit). */
+  throttled: boolean;
+}
+
+/** Capability is a capability's workers and the tenant's steps of it. */
+export interface Capability extends TenantSteps {
+  capability: string;
+  instances: number;
+  healthy: number;
+  slots: number;
+  idle: number;
+  tenants?: TenantSteps[];
+}
+
+export interface CapabilitiesResponse {
+  tenant_id: string;
+  as_of: string;
+  capabilities: Capability[];
+}
+
 export const wfPath = (id: string) => `/v1/workflows/${encodeURIComponent(id)}`;

@@ -1,13 +1,18 @@
-// Agents: every registered instance with its load and health, refreshed at
-// the registry's heartbeat, and the semantic discovery box.
+// Agents: per capability, its workers and the tenant's steps (queued by
+// flow control, in flight, throttled); every registered instance with its
+// load and health; both refreshed at the registry's heartbeat; and the
+// semantic discovery box.
 import { useEffect, useState } from 'preact/hooks';
-import { get, type Instance, type Match } from '../api';
+import { get, type Capability, type CapabilitiesResponse, type Instance, type Match } from '../api';
+import { flowState, flowTitle, queuedText, slotsText, waitText } from '../capabilities';
 import { ago, ms } from '../format';
 
 export function AgentsPage() {
   const [list, setList] = useState<Instance[] | null>(null);
   const [embedder, setEmbedder] = useState('');
   const [error, setError] = useState('');
+  const [caps, setCaps] = useState<Capability[] | null>(null);
+  const [capsError, setCapsError] = useState('');
   const [now, setNow] = useState(Date.now());
   const [query, setQuery] = useState('');
   const [matches, setMatches] = useState<Match[] | null>(null);
@@ -15,7 +20,7 @@ export function AgentsPage() {
 
   useEffect(() => {
     let stop = false;
-    const load = () =>
+    const load = () => {
       get<{ instances: Instance[]; embedder: string }>('/v1/agents')
         .then((r) => {
           if (stop) return;
@@ -25,6 +30,15 @@ export function AgentsPage() {
           setNow(Date.now());
         })
         .catch((e) => !stop && setError(String(e.message ?? e)));
+      // Apart, so that either one failing leaves the other shown.
+      get<CapabilitiesResponse>('/v1/capabilities')
+        .then((r) => {
+          if (stop) return;
+          setCaps(r.capabilities);
+          setCapsError('');
+        })
+        .catch((e) => !stop && setCapsError(String(e.message ?? e)));
+    };
     load();
     const t = setInterval(load, 2000);
     return () => {
@@ -78,6 +92,39 @@ export function AgentsPage() {
             </div>
           ))}
         </div>
+      </section>
+      <section class="card table-card" aria-labelledby="h-caps">
+        <div class="card-head">
+          <h2 id="h-caps">Capabilities</h2>
+          <span class="muted small">workers are shared by every tenant; the steps are your tenant's</span>
+        </div>
+        {capsError && <p class="error" role="alert">{capsError}</p>}
+        <table class="list" data-testid="capabilities">
+          <thead>
+            <tr>
+              <th>Capability</th><th class="num">Healthy</th><th class="num">Slots</th><th class="num">Queued</th>
+              <th class="num">In flight</th><th class="num">Oldest queued</th><th>Flow</th>
+            </tr>
+          </thead>
+          <tbody>
+            {caps?.map((c) => {
+              const state = flowState(c);
+              return (
+                <tr key={c.capability} data-capability={c.capability} data-flow={state}>
+                  <td><span class="tag">{c.capability}</span></td>
+                  <td class="num">{c.healthy}/{c.instances}</td>
+                  <td class="num">{slotsText(c)}</td>
+                  <td class="num" data-col="queued">{queuedText(c)}</td>
+                  <td class="num" data-col="in_flight">{c.in_flight}</td>
+                  <td class="num">{waitText(c)}</td>
+                  <td><span class={`pill f-${state}`} title={flowTitle[state]}>{state}</span></td>
+                </tr>
+              );
+            })}
+            {caps?.length === 0 && <tr><td colSpan={7} class="empty">No capability: no agent is registered and no step of yours waits.</td></tr>}
+            {!caps && !capsError && <tr><td colSpan={7} class="empty">Loading…</td></tr>}
+          </tbody>
+        </table>
       </section>
       {error && <p class="error" role="alert">{error}</p>}
       <div class="card table-card">
