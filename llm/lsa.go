@@ -11,6 +11,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+
+	"github.com/agentbus/agentbus/llm/vector"
 )
 
 // ErrLSA wraps every failure to train an LSA model.
@@ -87,7 +89,7 @@ func (m *LSA) vector(text string) []float32 {
 			v[d] += val[k] * p
 		}
 	}
-	normalize(v)
+	vector.Normalize(v)
 	return v
 }
 
@@ -378,19 +380,6 @@ func jacobiEigen(a []float64, n int) ([]float64, []float64) {
 		vals[i] = a[i*n+i]
 	}
 	return vals, v
-}
-
-func normalize(v []float32) {
-	var norm float64
-	for _, x := range v {
-		norm += float64(x) * float64(x)
-	}
-	if norm > 0 {
-		inv := float32(1 / math.Sqrt(norm))
-		for i := range v {
-			v[i] *= inv
-		}
-	}
 }
 
 // lsaFile is the serialised form of an LSA model.

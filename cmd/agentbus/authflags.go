@@ -23,15 +23,7 @@ func (f *authFlags) register(cmd *cobra.Command) {
 		`token table turning auth on: a JSON file, either [{"token","tenant","role"}, …] or {"<token>": {"tenant","role"}, …}, `+
 			`role client, admin or viewer; AGENTBUS_TOKENS may hold the file's path or the JSON itself. `+
 			`Unset: auth off, one tenant "default" (or X-Agentbus-Tenant)`)
-	prev := cmd.PreRunE
-	cmd.PreRunE = func(c *cobra.Command, args []string) error {
-		if prev != nil {
-			if err := prev(c, args); err != nil {
-				return err
-			}
-		}
-		return f.check()
-	}
+	checkBeforeRun(cmd, f.check)
 }
 
 // check reports a token table that could not be read or is invalid.
@@ -91,4 +83,19 @@ func (v *tokensValue) Set(s string) error {
 		v.err = fmt.Errorf("--tokens %s: %w", s, v.err)
 	}
 	return nil
+}
+
+// checkBeforeRun has a command run check after its PreRunE, if any, and
+// before anything else: flags that cannot work stop it before it connects
+// or starts anything.
+func checkBeforeRun(cmd *cobra.Command, check func() error) {
+	prev := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		if prev != nil {
+			if err := prev(c, args); err != nil {
+				return err
+			}
+		}
+		return check()
+	}
 }

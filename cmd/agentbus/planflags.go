@@ -69,13 +69,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 		"a step over it waits in its queue with a progress event saying until when")
 	f.flags = cmd.Flags()
 	// Checked before the command connects or starts anything.
-	prev := cmd.PreRunE
-	cmd.PreRunE = func(c *cobra.Command, args []string) error {
-		if prev != nil {
-			if err := prev(c, args); err != nil {
-				return err
-			}
-		}
+	checkBeforeRun(cmd, func() error {
 		if _, err := f.lease(); err != nil {
 			return err
 		}
@@ -89,7 +83,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 			return &exitError{code: exitUsage, msg: fmt.Sprintf("--step-hold %s and --submit-bound %s: must be positive", f.stepHold, f.submitBound)}
 		}
 		return nil
-	}
+	})
 }
 
 // lease returns the step lease these flags set, or an error naming the

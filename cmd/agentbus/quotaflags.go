@@ -31,15 +31,7 @@ func (f *quotaFlags) register(cmd *cobra.Command) {
 		"an upload that would pass it gets 429 quota_exceeded (0: no quota)")
 	fl.Var(&f.table, "quotas", `per-tenant quotas over the --quota-* defaults: a JSON file {"<tenant>": {"running", "queued_steps", "upload_bytes"}, …} `+
 		`(a field left out takes the default, 0 is no quota); AGENTBUS_QUOTAS may hold the file's path or the JSON itself`)
-	prev := cmd.PreRunE
-	cmd.PreRunE = func(c *cobra.Command, args []string) error {
-		if prev != nil {
-			if err := prev(c, args); err != nil {
-				return err
-			}
-		}
-		return f.check()
-	}
+	checkBeforeRun(cmd, f.check)
 }
 
 // check reports a quota table that could not be read or is invalid, and a

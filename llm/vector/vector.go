@@ -72,16 +72,7 @@ func (e LocalEmbedder) vector(text string) []float32 {
 			add("c:"+padded[j:j+3], 0.25)
 		}
 	}
-	var norm float64
-	for _, x := range v {
-		norm += float64(x) * float64(x)
-	}
-	if norm > 0 {
-		inv := float32(1 / math.Sqrt(norm))
-		for i := range v {
-			v[i] *= inv
-		}
-	}
+	Normalize(v)
 	return v
 }
 
@@ -106,6 +97,20 @@ func Tokenize(text string) []string {
 		}
 	}
 	return out
+}
+
+// Normalize scales v to unit length in place (a zero vector stays zero).
+func Normalize(v []float32) {
+	var norm float64
+	for _, x := range v {
+		norm += float64(x) * float64(x)
+	}
+	if norm > 0 {
+		inv := float32(1 / math.Sqrt(norm))
+		for i := range v {
+			v[i] *= inv
+		}
+	}
 }
 
 // Cosine returns the cosine similarity of two vectors of equal length,
