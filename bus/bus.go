@@ -52,6 +52,8 @@ type Bus struct {
 	objects objectStoreCache
 	// queues holds the queue consumers made so far, by name (queue.go).
 	queues sync.Map
+	// ops counts what it asked of JetStream (ops.go).
+	ops *ops
 }
 
 // ErrUnreachable is matched by Connect's error when no NATS server
@@ -112,7 +114,7 @@ func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 		nc.Close()
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
-	return &Bus{nc: nc, js: js, log: log, electionWait: max(cfg.ElectionWait, 0)}, nil
+	return &Bus{nc: nc, js: js, log: log, electionWait: max(cfg.ElectionWait, 0), ops: &ops{}}, nil
 }
 
 // retryLogEvery is how often Connect logs that it is still retrying.

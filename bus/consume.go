@@ -265,6 +265,7 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumeConfig, h Handler, m jetstr
 		d.Sequence, d.Delivered = md.Sequence.Stream, md.NumDelivered
 	}
 	err = b.safeCall(ctx, h, d)
+	b.ops.answer()
 	var ra *RetryAfter
 	switch {
 	case errors.As(err, &ra):

@@ -35,6 +35,7 @@ type KV struct {
 	js     jetstream.JetStream
 	nc     *nats.Conn
 	bucket string
+	ops    *ops
 }
 
 // KV opens a provisioned bucket.
@@ -43,7 +44,7 @@ func (b *Bus) KV(ctx context.Context, bucket string) (*KV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: bucket %s: %w", bucket, err)
 	}
-	return &KV{kv: kv, js: b.js, nc: b.nc, bucket: bucket}, nil
+	return &KV{kv: kv, js: b.js, nc: b.nc, bucket: bucket, ops: b.ops}, nil
 }
 
 // PutTTL stores key with its own time to live: unless put again within ttl,
@@ -51,6 +52,7 @@ func (b *Bus) KV(ctx context.Context, bucket string) (*KV, error) {
 // whole seconds, so ttl is rounded up to the next second (at least 1s). The
 // bucket must allow per-key TTLs (LimitMarkerTTL), as AGENTBUS_AGENTS does.
 func (s *KV) PutTTL(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {
+	s.ops.write()
 	ttl = max(time.Second, (ttl + time.Second - 1).Truncate(time.Second))
 	m := nats.NewMsg("$KV." + s.bucket + "." + key)
 	m.Data = value
@@ -63,6 +65,7 @@ func (s *KV) PutTTL(ctx context.Context, key string, value []byte, ttl time.Dura
 
 // Delete removes key.
 func (s *KV) Delete(ctx context.Context, key string) error {
+	s.ops.write()
 	return mapKVErr(key, s.kv.Delete(ctx, key))
 }
 
@@ -107,6 +110,7 @@ func (s *KV) ListMatching(ctx context.Context, pattern string) ([]Entry, error) 
 // only its answer is final. A stale value, also possible, is caught by the
 // revision check of the write that follows it.
 func (s *KV) Get(ctx context.Context, key string) (Entry, error) {
+	s.ops.read()
 	e, err := s.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return s.getFromLeader(ctx, key)
@@ -128,6 +132,7 @@ func (s *KV) GetCurrent(ctx context.Context, key string) (Entry, error) {
 // getFromLeader reads key's newest revision through the bucket stream's
 // leader ($JS.API.STREAM.MSG.GET, never a direct get).
 func (s *KV) getFromLeader(ctx context.Context, key string) (Entry, error) {
+	s.ops.read()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
@@ -169,18 +174,21 @@ func (s *KV) getFromLeader(ctx context.Context, key string) (Entry, error) {
 
 // Create stores key only if it does not exist.
 func (s *KV) Create(ctx context.Context, key string, value []byte) (uint64, error) {
+	s.ops.write()
 	rev, err := s.kv.Create(ctx, key, value)
 	return rev, mapKVErr(key, err)
 }
 
 // Update stores key only if its newest revision is still rev.
 func (s *KV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	s.ops.write()
 	n, err := s.kv.Update(ctx, key, value, rev)
 	return n, mapKVErr(key, err)
 }
 
 // Put stores key unconditionally.
 func (s *KV) Put(ctx context.Context, key string, value []byte) (uint64, error) {
+	s.ops.write()
 	n, err := s.kv.Put(ctx, key, value)
 	return n, mapKVErr(key, err)
 }

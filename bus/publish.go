@@ -24,6 +24,7 @@ type Published struct {
 // ends (election.go); without one a publish is tried once, since a retry
 // could store it twice.
 func (b *Bus) Publish(ctx context.Context, subject string, env events.Envelope, msgID string) (Published, error) {
+	b.ops.publish(1)
 	m, err := toMsg(subject, env)
 	if err != nil {
 		return Published{}, err

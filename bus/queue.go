@@ -89,6 +89,7 @@ func (l Load) Slots() int { return l.Running + l.Idle }
 // CapabilityLoad reads a capability's step consumer; a capability no
 // worker has bound to yet has a zero Load and ErrNotFound.
 func (b *Bus) CapabilityLoad(ctx context.Context, capability string) (Load, error) {
+	b.ops.lookup()
 	name, err := subjects.StepConsumer(capability)
 	if err != nil {
 		return Load{}, err
@@ -115,6 +116,7 @@ type Waiting struct {
 // subject matches filter (subjects.AllQueued, or subjects.QueueFilter of a
 // capability), by tenant, capability and priority.
 func (b *Bus) QueuedSteps(ctx context.Context, filter string) ([]Waiting, error) {
+	b.ops.lookup()
 	s, err := b.js.Stream(ctx, subjects.StreamQueue)
 	if err != nil {
 		return nil, fmt.Errorf("bus: stream %s: %w", subjects.StreamQueue, err)
@@ -159,6 +161,7 @@ func (b *Bus) Admit(ctx context.Context, qs []*QueuedStep) error {
 	if len(qs) == 0 {
 		return nil
 	}
+	b.ops.publish(len(qs))
 	futures := make([]jetstream.PubAckFuture, len(qs))
 	var errs []error
 	for i, q := range qs {
@@ -254,6 +257,7 @@ func take(cons jetstream.Consumer, subj string, n int) ([]*QueuedStep, error) {
 // tenant: those waiting for a worker and those running (a request leaves
 // the work-queue stream when its worker acknowledges it, after its reply).
 func (b *Bus) StepCounts(ctx context.Context, capability string) (map[string]uint64, error) {
+	b.ops.lookup()
 	filter, err := subjects.StepFilter(capability)
 	if err != nil {
 		return nil, err

@@ -66,6 +66,7 @@ func (b *Bus) PublishAll(ctx context.Context, msgs []Message) ([]Published, erro
 // publishWave publishes msgs[i] for each i of wave without waiting between
 // them, then waits for every acknowledgement, recording each in out[i].
 func (b *Bus) publishWave(ctx context.Context, msgs []Message, wave []int, out []Published) error {
+	b.ops.publish(len(wave))
 	futures := make([]jetstream.PubAckFuture, 0, len(wave))
 	for _, i := range wave {
 		p := msgs[i]
@@ -104,6 +105,7 @@ func (b *Bus) publishWave(ctx context.Context, msgs []Message, wave []int, out [
 // published, since a server that lost a message may give its sequence to
 // another. It reads through the stream's leader, never a lagging replica.
 func (b *Bus) StoredMsgID(ctx context.Context, stream string, seq uint64) (string, error) {
+	b.ops.lookup()
 	s, err := b.js.Stream(ctx, stream)
 	if err != nil {
 		return "", fmt.Errorf("bus: stream %s: %w", stream, err)
@@ -124,6 +126,7 @@ func (b *Bus) StoredMsgID(ctx context.Context, stream string, seq uint64) (strin
 // and the answer is then unknown. Each message read is one request, so it
 // suits subjects that hold few messages (one workflow's replies or timers).
 func (b *Bus) FindMsgID(ctx context.Context, stream, subject string, match func(msgID string) bool, limit int) (found, complete bool, err error) {
+	b.ops.lookup()
 	s, err := b.js.Stream(ctx, stream)
 	if err != nil {
 		return false, false, fmt.Errorf("bus: stream %s: %w", stream, err)
