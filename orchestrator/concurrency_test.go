@@ -35,7 +35,7 @@ type span struct {
 	start, end time.Time
 	waited     bool
 	steps      int // completed step statuses
-	ended       events.Type
+	ended      events.Type
 }
 
 func spanOf(t *testing.T, id string, rs []bus.Record) span {
@@ -266,6 +266,3 @@ func TestSessionDoubleText(t *testing.T) {
 		}
 	})
 }
-
-
-
