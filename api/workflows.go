@@ -27,6 +27,12 @@ type SubmitRequest struct {
 	// SessionID makes the workflow a turn of that conversation (started
 	// if new): see GET /v1/sessions/{id}.
 	SessionID string `json:"session_id,omitempty"`
+	// Concurrency limits how many of the tenant's workflows with its key
+	// run at once, and says what this one does at the limit.
+	Concurrency *events.Concurrency `json:"concurrency,omitempty"`
+	// DoubleText is what this turn of SessionID does while another turn
+	// of it runs: reject, enqueue, interrupt or rollback.
+	DoubleText string `json:"double_text,omitempty"`
 }
 
 // Submitted is the workflow.submitted payload the request asks for. Whom
@@ -34,7 +40,8 @@ type SubmitRequest struct {
 // the caller sets them.
 func (r SubmitRequest) Submitted() events.WorkflowSubmitted {
 	return events.WorkflowSubmitted{Query: r.Query, Plan: r.Plan, Metadata: r.Metadata, TimeoutMS: r.TimeoutMS,
-		Priority: r.Priority, Budget: r.Budget, SessionID: r.SessionID}
+		Priority: r.Priority, Budget: r.Budget, SessionID: r.SessionID,
+		Concurrency: r.Concurrency, DoubleText: r.DoubleText}
 }
 
 // The Status of a SubmitResponse.

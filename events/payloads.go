@@ -54,6 +54,13 @@ type WorkflowSubmitted struct {
 	// User names whom the workflow runs for, when the gateway's token
 	// names one: memory and sessions are kept per user. A subject token.
 	User string `json:"user,omitempty"`
+	// Concurrency limits how many of the tenant's workflows with its key
+	// run at once.
+	Concurrency *Concurrency `json:"concurrency,omitempty"`
+	// DoubleText is a session turn's policy toward a turn of the session
+	// still running (DoubleTextReject …): the concurrency key
+	// "session:<SessionID>" with limit 1. Empty: none.
+	DoubleText string `json:"double_text,omitempty"`
 }
 
 // Priorities of a workflow's steps among its tenant's queued steps.

@@ -206,6 +206,7 @@ type Orchestrator struct {
 	scan        *scanner
 	tracer      trace.Tracer
 	sessions    *sessions.Store
+	concState
 	// background runs work that no transition waits for (a session's
 	// summary by a model); Run cancels backgroundCtx and waits for it.
 	background       sync.WaitGroup

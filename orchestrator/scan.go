@@ -199,7 +199,15 @@ func (s *scanner) look(ctx context.Context, v bus.Stored) looked {
 		return looked{} // it moved on; its newer revision comes of age later
 	}
 	var cp wf.Checkpoint
-	if json.Unmarshal(e.Value, &cp) != nil || cp.Status.Terminal() {
+	if json.Unmarshal(e.Value, &cp) != nil {
+		return looked{}
+	}
+	if cp.Status.Terminal() {
+		if cp.Concurrency != nil {
+			// Its release may have been lost to a crash: again (a no-op
+			// if it was not), with holders that ended dropped.
+			return looked{err: s.o.release(ctx, cp.TenantID, cp.WorkflowID, *cp.Concurrency, true)}
+		}
 		return looked{}
 	}
 	healed, err := s.o.heal(ctx, &cp)
@@ -267,6 +275,9 @@ func (o *Orchestrator) heal(ctx context.Context, cp *wf.Checkpoint) (bool, error
 		if err := o.ensureTimer(ctx, cp, m); err != nil {
 			return false, err
 		}
+	}
+	if cp.Phase == wf.PhaseWaiting && cp.Concurrency != nil {
+		return false, o.repairWaiting(ctx, cp)
 	}
 	healed := false
 	for _, id := range working(cp) {

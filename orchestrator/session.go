@@ -132,7 +132,8 @@ func completerName(c Completer) string {
 // idempotent by workflow id. It marks the checkpoint recorded.
 func (o *Orchestrator) recordTurn(ctx context.Context, cp *workflow.Checkpoint) error {
 	st := cp.Session
-	if st == nil || !cp.Status.Terminal() || st.Recorded == cp.Status {
+	// A turn rolled back by a newer one (double_text rollback) is not kept.
+	if st == nil || st.Dropped || !cp.Status.Terminal() || st.Recorded == cp.Status {
 		return nil
 	}
 	t := events.Turn{WorkflowID: cp.WorkflowID, Query: cmp.Or(st.Conversation.OriginalQuery, cp.Query), Status: cp.Status}

@@ -83,6 +83,10 @@ func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) (e
 	if err != nil {
 		return err
 	}
+	in, g, err := o.limitKey(ctx, cp, in, sub)
+	if err != nil {
+		return err
+	}
 	eff, spans, err := o.begin(cp, in)
 	if err != nil {
 		return err
@@ -90,10 +94,46 @@ func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) (e
 	err = o.create(ctx, cp, eff, spans)
 	if errors.Is(err, bus.ErrConflict) {
 		o.log.Debug("submission for an existing workflow", "tenant", p.Tenant, "workflow", wf)
-		return nil
-	}
-	if err == nil {
+		err = nil
+	} else if err == nil {
 		o.log.Info("workflow started", "tenant", p.Tenant, "workflow", wf, "steps", len(cp.Plan.Steps), "status", cp.Status)
+	}
+	if err == nil && cp.Concurrency != nil {
+		err = o.started(ctx, cp, g)
+	}
+	return err
+}
+
+// limitKey applies a submission's concurrency key to its plan: acquire
+// decides whether the workflow starts, waits (Planned.Wait) or is
+// canceled at once (Planned.Cancel), and which running ones it preempts
+// (canceled here). A plan the engine will refuse acquires nothing.
+func (o *Orchestrator) limitKey(ctx context.Context, cp *workflow.Checkpoint, in workflow.Input, sub events.WorkflowSubmitted) (workflow.Input, grant, error) {
+	k, ok := submissionKey(sub)
+	pl, planned := in.(workflow.Planned)
+	if !ok || !planned || pl.Refused != nil {
+		return in, grant{}, nil
+	}
+	if _, err := workflow.Stages(pl.Plan); err != nil {
+		return in, grant{}, nil
+	}
+	g, err := o.acquire(ctx, cp.TenantID, cp.WorkflowID, k)
+	if err != nil {
+		return in, g, err
+	}
+	cp.Concurrency = &k.Concurrency
+	pl.Wait, pl.Cancel = g.Wait, g.Cancel
+	o.preempt(ctx, cp.TenantID, g, k.DoubleText == events.DoubleTextRollback)
+	return pl, g, nil
+}
+
+// started starts what acquire found with a free slot, and the new
+// workflow itself if it was queued and a release gave it a slot before
+// its checkpoint was stored.
+func (o *Orchestrator) started(ctx context.Context, cp *workflow.Checkpoint, g grant) error {
+	err := o.start(ctx, cp.TenantID, cp.Concurrency.Key, "earlier", g.Start)
+	if g.Wait != "" {
+		err = errors.Join(err, o.startHeld(ctx, cp.TenantID, cp.WorkflowID, *cp.Concurrency))
 	}
 	return err
 }

@@ -115,9 +115,11 @@ func (o *Orchestrator) create(ctx context.Context, cp *workflow.Checkpoint, eff 
 	if err == nil {
 		o.cfg.Metrics.created(ctx, cp, eff)
 		o.stored(cp, eff, spans)
+		started := o.freeSlot(ctx, cp, eff)
 		err = o.flush(ctx, key, cp, rev)
 		stripe.Unlock()
 		o.admitted(eff)
+		o.startLater(cp, started)
 		return err
 	}
 	stripe.Unlock()
@@ -258,8 +260,10 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 		}
 		o.cfg.Metrics.observe(ctx, cp, eff)
 		o.stored(cp, eff, spans)
+		started := o.freeSlot(ctx, cp, eff)
 		err = o.flush(ctx, key, cp, rev)
 		o.admitted(eff)
+		o.startLater(cp, started)
 		return applied{Effects: eff, Status: cp.Status}, err
 	}
 	return applied{}, fmt.Errorf("orchestrator: checkpoint %s: %w after %d attempts", key, bus.ErrConflict, maxConflicts)

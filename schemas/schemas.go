@@ -172,6 +172,16 @@ func collect(ve *jsonschema.ValidationError, out *[]Problem) {
 		}
 		return
 	}
+	if d, ok := ve.ErrorKind.(*kind.DependentRequired); ok && len(d.Missing) > 0 {
+		for _, m := range d.Missing {
+			*out = append(*out, Problem{Pointer: ptr + "/" + escape(m), Message: fmt.Sprintf("required property is missing (%q needs it)", d.Prop)})
+		}
+		return
+	}
+	if _, ok := ve.ErrorKind.(*kind.FalseSchema); ok {
+		*out = append(*out, Problem{Pointer: ptr, Message: "property is not allowed here with the others given"})
+		return
+	}
 	if a, ok := ve.ErrorKind.(*kind.AdditionalProperties); ok && len(a.Properties) > 0 {
 		for _, p := range a.Properties {
 			*out = append(*out, Problem{Pointer: ptr + "/" + escape(p), Message: fmt.Sprintf("property %q is not allowed here", p)})

@@ -21,6 +21,7 @@ import (
 // The states and the inputs each accepts (anything else is refused):
 //
 //	planning (submitted)   Planned, Forked, Malformed
+//	waiting (submitted)    Released, Cancel, Deadline, Note
 //	working                replies, Cancel, Deadline, the watchdog's verdicts, Note
 //	input-required         as working, and Approve, Reject
 //	failed                 Resume
@@ -50,6 +51,12 @@ func Apply(cp *Checkpoint, in Input, now time.Time, p Policy) (Effects, error) {
 		x.eff.Outcome = cp.Status
 	}
 	return x.eff, nil
+}
+
+// waiting reports whether cp is planned and waits for a slot of its
+// concurrency key (Planned.Wait).
+func waiting(cp *Checkpoint) bool {
+	return cp.Status == events.StateSubmitted && cp.Phase == PhaseWaiting
 }
 
 // planning reports whether cp is a new workflow not yet planned.
@@ -123,6 +130,14 @@ func admit(cp *Checkpoint, in Input) error {
 	case Throttled:
 		_, err := live(cp, in, in.StepID, in.Attempt, true)
 		return err
+	case Released:
+		if planning(cp) {
+			return illegal(cp, in, "the workflow has no plan yet")
+		}
+		if !waiting(cp) {
+			return fmt.Errorf("%w: the workflow is %s, not waiting for its concurrency key", ErrStale, cp.Status)
+		}
+		return nil
 	case Note:
 		if planning(cp) {
 			return illegal(cp, in, "the workflow has no plan yet")
@@ -220,7 +235,7 @@ func (x *tx) apply(in Input) error {
 		t := x.cp.Tasks[in.StepID]
 		return x.failed(events.StepFailed{StepID: in.StepID, Capability: t.Capability, Attempt: t.Attempt, Error: in.Error})
 	case Cancel:
-		return x.cancel(in.Reason)
+		return x.cancel(in)
 	case Approve:
 		return x.decide(in.StepID, in.Comment, false)
 	case Reject:
@@ -244,6 +259,8 @@ func (x *tx) apply(in Input) error {
 		return x.abandoned(in)
 	case Throttled:
 		return x.throttled(in)
+	case Released:
+		return x.released(in)
 	case Note:
 		return x.emit(events.TypeStatus, "", events.Status{State: x.cp.Status, Message: in.Message, Recovery: in.Recovery})
 	}

@@ -52,6 +52,10 @@ type Checkpoint struct {
 	Usage        events.Usage   `json:"usage,omitempty"`
 	BudgetHeld   bool           `json:"budget_held,omitempty"`
 	BudgetLifted bool           `json:"budget_lifted,omitempty"`
+	// Concurrency, if set, is the concurrency key the workflow holds or
+	// waits for (phase waiting): the orchestrator releases it when the
+	// workflow ends.
+	Concurrency *events.Concurrency `json:"concurrency,omitempty"`
 	// Deadline, if set, is when the workflow fails with code "timeout".
 	Deadline *time.Time `json:"deadline,omitempty"`
 	// Canceled says why the workflow was canceled.
@@ -136,6 +140,7 @@ type Phase string
 // Phases of a workflow.
 const (
 	PhasePlanning  Phase = "planning"
+	PhaseWaiting   Phase = "waiting" // planned, waiting for a slot of its concurrency key
 	PhaseExecuting Phase = "executing"
 	PhaseAwaiting  Phase = "awaiting_approval"
 	PhaseDone      Phase = "done"
@@ -176,6 +181,9 @@ type SessionState struct {
 	// Recorded is the workflow's state whose turn is in the session: set
 	// when it ends and its turn was appended.
 	Recorded events.State `json:"recorded,omitempty"`
+	// Dropped says the turn is not kept in the session: the workflow was
+	// canceled by a newer turn's double-text rollback.
+	Dropped bool `json:"dropped,omitempty"`
 }
 
 // Revision is one stored revision of a workflow's checkpoint.
@@ -192,6 +200,7 @@ type Start struct {
 	Budget                      *events.Budget
 	User                        string
 	Session                     *SessionState
+	Concurrency                 *events.Concurrency
 	// TraceParent is the W3C context of the workflow's root span.
 	TraceParent, TraceID string
 }
@@ -202,7 +211,7 @@ func New(s Start, now time.Time) *Checkpoint {
 	return &Checkpoint{
 		TenantID: s.TenantID, WorkflowID: s.WorkflowID, Query: s.Query, Status: events.StateSubmitted,
 		Tasks: map[string]*Task{}, CreatedAt: now, UpdatedAt: now, Phase: PhasePlanning,
-		Metadata: s.Metadata, Priority: s.Priority, Budget: s.Budget, User: s.User, Session: s.Session, TraceParent: s.TraceParent, TraceID: s.TraceID,
+		Metadata: s.Metadata, Priority: s.Priority, Budget: s.Budget, User: s.User, Session: s.Session, Concurrency: s.Concurrency, TraceParent: s.TraceParent, TraceID: s.TraceID,
 	}
 }
 

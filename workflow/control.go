@@ -9,7 +9,12 @@ import (
 )
 
 // cancel ends a workflow on request; its unfinished steps are canceled.
-func (x *tx) cancel(reason string) error {
+// A rollback drops its turn from its session.
+func (x *tx) cancel(in Cancel) error {
+	reason := in.Reason
+	if in.Rollback && x.cp.Session != nil {
+		x.cp.Session.Dropped = true
+	}
 	if reason == "" {
 		reason = "canceled on request"
 	}

@@ -56,6 +56,7 @@ const (
 	CauseRedispatch Cause = "redispatch" // a lost attempt dispatched again by the watchdog
 	CauseRecovery   Cause = "recovery"   // a held attempt abandoned and dispatched afresh
 	CauseAdvance    Cause = "advance"    // the workflow moved on as its steps settled
+	CauseRelease    Cause = "release"    // a workflow waiting for its concurrency key started
 )
 
 // Transition is one status change: the workflow's when StepID is empty.

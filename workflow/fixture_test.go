@@ -89,6 +89,7 @@ func fixtures(t testing.TB) []fixture {
 		mk("completed", "A", chain(), done("A", `"a"`), workflow.Completed{StepCompleted: events.StepCompleted{StepID: "B", Attempt: 1, Output: json.RawMessage(`"b"`)}}),
 		mk("canceled", "A", chain(), workflow.Cancel{Reason: "no longer needed"}),
 		mk("rejected", "C", approvals(), done("A", `{}`), workflow.Reject{Comment: "wrong"}),
+		mk("waiting", "A", events.Plan{}, workflow.Planned{Plan: chain(), Wait: "waiting for concurrency key \"k\": 1 running"}),
 	}
 }
 
@@ -117,6 +118,7 @@ func inputs(step string) []workflow.Input {
 		workflow.Abandoned{StepID: step, Attempt: 1, Message: "abandoned"},
 		workflow.Note{Message: "noted", Recovery: events.RecoverySubmission},
 		workflow.Throttled{StepID: step, Attempt: 1, Until: t0.Add(time.Minute), Reason: "rate limit"},
+		workflow.Released{Message: "started: a slot of concurrency key \"k\" is free"},
 	}
 }
 

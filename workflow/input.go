@@ -36,6 +36,7 @@ const (
 	KindAbandoned
 	KindNote
 	KindThrottled
+	KindReleased
 )
 
 var kindNames = map[Kind]string{
@@ -44,12 +45,13 @@ var kindNames = map[Kind]string{
 	KindCancel: "cancel", KindApprove: "approve", KindReject: "reject", KindResume: "resume",
 	KindDeadline: "deadline", KindLost: "step lost", KindHeld: "step held", KindSteppedDown: "consumer stepped down",
 	KindAbandoned: "attempt abandoned", KindNote: "note", KindThrottled: "throttled",
+	KindReleased: "released",
 }
 
 // Kinds lists every kind of input, in order.
 func Kinds() []Kind {
 	out := make([]Kind, 0, len(kindNames))
-	for k := KindPlanned; k <= KindThrottled; k++ {
+	for k := KindPlanned; k <= KindReleased; k++ {
 		out = append(out, k)
 	}
 	return out
@@ -75,6 +77,15 @@ type Planned struct {
 	// TimeoutMS, if positive, bounds the whole workflow.
 	TimeoutMS int64
 	Refused   *PlanError
+	// Wait, when set, holds the planned workflow for a slot of its
+	// concurrency key (events.ConcurrencyQueue): status submitted, phase
+	// waiting, nothing dispatched until Released. It says why, in the
+	// status event.
+	Wait string
+	// Cancel, when set, cancels the workflow as it is planned (its
+	// concurrency key is at its limit, events.ConcurrencyCancelNewest):
+	// the reason, in its cancelled event.
+	Cancel string
 }
 
 // Forked starts a new workflow from a revision of another: Source is that
@@ -101,8 +112,20 @@ type MalformedReply struct {
 	Error  string
 }
 
-// Cancel cancels a workflow that has not ended.
-type Cancel struct{ Reason string }
+// Cancel cancels a workflow that has not ended. Rollback, for a session's
+// turn, says its turn is not kept in the session (a double-text
+// rollback by the turn that replaces it).
+type Cancel struct {
+	Reason   string
+	Rollback bool
+}
+
+// Released starts a workflow that waits for a slot of its concurrency
+// key (Planned.Wait): the slot is its now. Message says how it came.
+type Released struct{ Message string }
+
+// Kind implements Input.
+func (Released) Kind() Kind { return KindReleased }
 
 // Approve approves the step awaiting a decision (StepID, or every one).
 type Approve struct{ StepID, Comment string }

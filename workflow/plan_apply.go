@@ -33,7 +33,14 @@ func (x *tx) planned(in Planned) error {
 	for _, s := range in.Plan.Steps {
 		cp.Tasks[s.ID] = &Task{Capability: s.Capability, Status: events.StateSubmitted}
 	}
-	x.setStatus(events.StateWorking, PhasePlanning, CausePlan)
+	if in.Cancel != "" {
+		return x.cancel(Cancel{Reason: in.Cancel})
+	}
+	if in.Wait != "" {
+		x.setStatus(events.StateSubmitted, PhaseWaiting, CausePlan)
+	} else {
+		x.setStatus(events.StateWorking, PhasePlanning, CausePlan)
+	}
 	if in.TimeoutMS > 0 {
 		at := cp.CreatedAt.Add(time.Duration(in.TimeoutMS) * time.Millisecond)
 		cp.Deadline = &at
@@ -51,11 +58,32 @@ func (x *tx) planned(in Planned) error {
 		note += "; " + cp.Session.Resolved
 	}
 	msg := fmt.Sprintf("planned %d steps in %d stages%s", len(in.Plan.Steps), len(stages), note)
-	if err := x.emit(events.TypeStatus, "", events.Status{State: events.StateWorking, Message: msg}); err != nil {
+	if in.Wait != "" {
+		msg += "; " + in.Wait
+	}
+	if err := x.emit(events.TypeStatus, "", events.Status{State: cp.Status, Message: msg}); err != nil {
 		return err
 	}
 	cp.planned(x.now)
+	if in.Wait != "" {
+		return nil // Released dispatches
+	}
 	return x.dispatchReady()
+}
+
+// released starts a workflow that waited for a slot of its concurrency
+// key: its first steps are dispatched.
+func (x *tx) released(in Released) error {
+	msg := in.Message
+	if msg == "" {
+		msg = "started: a slot of its concurrency key is free"
+	}
+	x.setStatus(events.StateWorking, PhaseExecuting, CauseRelease)
+	x.eff.Message = "released"
+	if err := x.emit(events.TypeStatus, "", events.Status{State: events.StateWorking, Message: msg}); err != nil {
+		return err
+	}
+	return x.advance(CauseRelease)
 }
 
 // forked fills a new checkpoint from a revision of another workflow of the

@@ -54,6 +54,16 @@ func newRunWith(t testing.TB, p workflow.Policy) *run {
 	return r
 }
 
+// newWaitingRun starts a run whose workflow waits for its concurrency
+// key until a Released comes (the generator draws them).
+func newWaitingRun(t testing.TB, p workflow.Policy) *run {
+	r := &run{t: t, cp: fresh("prop"), now: t0, sent: map[string]bool{}, once: map[string]int{}, policy: p}
+	r.cp.Concurrency = &events.Concurrency{Key: "k", Limit: 1}
+	r.cp.Session = &workflow.SessionState{ID: "s"}
+	r.step(workflow.Planned{Plan: diamond(), TimeoutMS: 60_000, Wait: "waiting for concurrency key k"})
+	return r
+}
+
 func (r *run) step(in workflow.Input) {
 	r.t.Helper()
 	r.now = r.now.Add(time.Duration(1+len(r.history)%3) * time.Second)
@@ -134,6 +144,19 @@ func (r *run) checkState(fail func(string, ...any)) {
 		if pending > 0 {
 			fail("working with %d steps awaiting a decision", pending)
 		}
+	case events.StateSubmitted:
+		// Waiting for a concurrency slot: nothing dispatched yet.
+		if cp.Phase != workflow.PhaseWaiting {
+			fail("submitted in phase %s after planning", cp.Phase)
+		}
+		for id, t := range cp.Tasks {
+			if t.Status != events.StateSubmitted {
+				fail("waiting with step %s %s", id, t.Status)
+			}
+		}
+	}
+	if cp.Session != nil && cp.Session.Dropped && cp.Status != events.StateCanceled {
+		fail("turn dropped from its session but the workflow is %s", cp.Status)
 	}
 	if cp.Status.Terminal() {
 		return
@@ -189,8 +212,10 @@ func (r *run) next(rng *rand.Rand) workflow.Input {
 		return workflow.Approve{StepID: []string{"", "C"}[rng.IntN(2)]}
 	case n < 62:
 		return workflow.Reject{}
-	case n < 64:
+	case n < 63:
 		return workflow.Cancel{}
+	case n < 64:
+		return workflow.Cancel{Reason: "interrupted", Rollback: true}
 	case n < 68:
 		return workflow.Resume{}
 	case n < 70:
@@ -203,6 +228,8 @@ func (r *run) next(rng *rand.Rand) workflow.Input {
 		return workflow.Planned{Plan: chain()}
 	case n < 78:
 		return workflow.Throttled{StepID: step, Attempt: attempt, Until: r.now.Add(time.Second), Reason: "rate"}
+	case n < 81:
+		return workflow.Released{}
 	}
 	return r.history[rng.IntN(len(r.history))] // a redelivery
 }
@@ -219,6 +246,9 @@ func TestApplyProperties(t *testing.T) {
 			p = parked // every echo step goes to its queue; the workflow has a budget
 		}
 		r := newRunWith(t, p)
+		if seed%3 == 2 {
+			r = newWaitingRun(t, p) // waits for its concurrency key until released
+		}
 		for range 60 {
 			r.step(r.next(rng))
 		}

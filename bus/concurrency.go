@@ -1,0 +1,46 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// ConcurrencyBucket is the configuration of subjects.BucketConcurrency
+// for a replication factor: one revision per key, kept until rewritten (a
+// key's workflows may wait for days).
+func ConcurrencyBucket(replicas int) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket: subjects.BucketConcurrency, Description: "agentbus concurrency keys of submissions: running and waiting workflows, per tenant",
+		History: 1, Storage: jetstream.FileStorage, Replicas: replicas,
+	}
+}
+
+// Concurrency opens subjects.BucketConcurrency, creating it with the
+// replicas of subjects.BucketCheckpoints if it does not exist (as
+// Idempotency does), so that a deployment provisioned before it existed
+// gains it on the first submission with a concurrency key.
+func (b *Bus) Concurrency(ctx context.Context) (*KV, error) {
+	kv, err := b.js.KeyValue(ctx, subjects.BucketConcurrency)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		replicas, rerr := b.checkpointsReplicas(ctx)
+		if rerr != nil {
+			replicas = 1 // not provisioned at all: a test's bare server
+		}
+		_, err = retryElection(ctx, b.electionWait, func(ctx context.Context) (err error) {
+			kv, err = b.js.CreateKeyValue(ctx, ConcurrencyBucket(replicas))
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				kv, err = b.js.KeyValue(ctx, subjects.BucketConcurrency)
+			}
+			return err
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bus: bucket %s: %w", subjects.BucketConcurrency, err)
+	}
+	return &KV{kv: kv, js: b.js, nc: b.nc, bucket: subjects.BucketConcurrency}, nil
+}
