@@ -239,6 +239,9 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if problem != "" {
+			if strings.HasPrefix(problem, "submit: ") && rep.StoppedEarly == "" {
+				rep.StoppedEarly = "a submission failed (" + id + ")"
+			}
 			rep.Problems = append(rep.Problems, benchProblem{WorkflowID: id, Problem: problem})
 			return
 		}
@@ -250,7 +253,8 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 			lastDone = o.at
 		}
 	}
-	for i := 0; ctx.Err() == nil; i++ {
+	stopped := func() bool { mu.Lock(); defer mu.Unlock(); return rep.StoppedEarly != "" }
+	for i := 0; ctx.Err() == nil && !stopped(); i++ {
 		if (f.count > 0 && i >= f.count) || (!stopAt.IsZero() && !time.Now().Before(stopAt)) {
 			break
 		}
@@ -277,6 +281,9 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 		})
 	}
 	wg.Wait()
+	if ctx.Err() != nil && rep.StoppedEarly == "" {
+		rep.StoppedEarly = "interrupted"
+	}
 	end := lastDone
 	if end.IsZero() || len(rep.Problems) > 0 {
 		end = time.Now()

@@ -98,6 +98,9 @@ type benchReport struct {
 	} `json:"latency_ms"`
 
 	Problems []benchProblem `json:"problems,omitempty"`
+	// StoppedEarly says bench stopped starting workflows before its
+	// bound: a submission failed (or it was interrupted).
+	StoppedEarly string `json:"stopped_early,omitempty"`
 }
 
 // benchProblem is a workflow that did not complete with each step once.
@@ -118,7 +121,11 @@ func (r *benchReport) fill(l *latencies, elapsed time.Duration) {
 	r.Latency.Step = summarize(l.step)
 	r.Latency.StepQueued = summarize(l.stepQueued)
 	r.Latency.StepRun = summarize(l.stepRun)
-	sort.Slice(r.Problems, func(i, j int) bool { return r.Problems[i].WorkflowID < r.Problems[j].WorkflowID })
+	// In start order: PREFIX-9 before PREFIX-10.
+	sort.Slice(r.Problems, func(i, j int) bool {
+		a, b := r.Problems[i].WorkflowID, r.Problems[j].WorkflowID
+		return len(a) < len(b) || (len(a) == len(b) && a < b)
+	})
 }
 
 func (r *benchReport) writeJSON(w io.Writer) error {
@@ -153,6 +160,9 @@ func (r *benchReport) writeTable(w io.Writer) error {
 		{"  step queued", r.Latency.StepQueued}, {"  step run", r.Latency.StepRun}} {
 		p := row.p
 		fmt.Fprintf(&b, "%-18s %9d %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f\n", row.name, p.Count, p.P50, p.P90, p.P99, p.P999, p.Max, p.Mean)
+	}
+	if r.StoppedEarly != "" {
+		fmt.Fprintf(&b, "\nstopped starting workflows early: %s\n", r.StoppedEarly)
 	}
 	if r.Retried > 0 {
 		fmt.Fprintf(&b, "\n%d step%s took more than one attempt (a redelivery), and counted once\n", r.Retried, plurals(r.Retried))
