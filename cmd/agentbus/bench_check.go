@@ -132,7 +132,7 @@ func lostMessage(ctx context.Context, c *sdk.Client, id string, timeout time.Dur
 // sleepUntil waits until t, and is false if ctx ended or stop (if set)
 // comes first.
 func sleepUntil(ctx context.Context, t, stop time.Time) bool {
-	if !stop.IsZero() && t.After(stop) {
+	if !stop.IsZero() && !t.Before(stop) {
 		return false
 	}
 	d := time.Until(t)
