@@ -5,6 +5,7 @@
 //	agentbus ask --plan plan.json "q"   # submit an explicit plan
 //	agentbus watch WORKFLOW --from 12   # replay a workflow's events after offset 12, then follow
 //	agentbus ask --plain "q"            # one line per event even on a terminal (as piped; --json: JSON lines)
+//	agentbus bench --concurrency 64     # load a deployment (--url or --nats); HDR percentiles; every workflow checked (bench*.go)
 //	agentbus version                    # version, commit, Go and embedded nats-server versions
 //
 // Every flag can also be set from the environment as AGENTBUS_<FLAG>, with
