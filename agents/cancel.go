@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/agentbus/agentbus/bus"
@@ -12,37 +13,49 @@ import (
 )
 
 // errCanceled is the cause given to a running step's context when its
-// workflow is canceled.
-var errCanceled = errors.New("agents: workflow canceled")
+// workflow is canceled; errRecorded wraps it when the news came from the
+// control bucket's watch rather than the control subject.
+var (
+	errCanceled = errors.New("agents: workflow canceled")
+	errRecorded = fmt.Errorf("%w (its record in the control bucket)", errCanceled)
+)
 
 // cancels knows which workflows are canceled (from KV AGENTBUS_CONTROL and
 // the control subject) and cancels the contexts of their running steps.
 // Safe for concurrent use.
 type cancels struct {
 	mu       sync.Mutex
-	canceled map[string]string // "<tenant>.<workflow>" → reason
+	canceled map[string]mark // "<tenant>.<workflow>" → why, and how it was learnt
 	running  map[string]map[uint64]context.CancelCauseFunc
 	next     uint64
 }
 
+// mark is a cancel known to a worker: its reason, and the cause its steps'
+// contexts get (errRecorded when the control bucket's watch said it).
+type mark struct {
+	reason string
+	cause  error
+}
+
 func newCancels() *cancels {
-	return &cancels{canceled: map[string]string{}, running: map[string]map[uint64]context.CancelCauseFunc{}}
+	return &cancels{canceled: map[string]mark{}, running: map[string]map[uint64]context.CancelCauseFunc{}}
 }
 
 func (c *cancels) isCanceled(key string) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.canceled[key]
-	return r, ok
+	m, ok := c.canceled[key]
+	return m.reason, ok
 }
 
-// cancel marks a workflow canceled and cancels its running steps.
-func (c *cancels) cancel(key, reason string) {
+// cancel marks a workflow canceled and cancels its running steps with
+// cause.
+func (c *cancels) cancel(key, reason string, cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.canceled[key] = reason
+	c.canceled[key] = mark{reason: reason, cause: cause}
 	for _, f := range c.running[key] {
-		f(errCanceled)
+		f(cause)
 	}
 }
 
@@ -58,8 +71,8 @@ func (c *cancels) forget(key string) {
 func (c *cancels) track(ctx context.Context, key string) (context.Context, func()) {
 	sctx, cancel := context.WithCancelCause(ctx)
 	c.mu.Lock()
-	if _, ok := c.canceled[key]; ok {
-		cancel(errCanceled)
+	if m, ok := c.canceled[key]; ok {
+		cancel(m.cause)
 	}
 	c.next++
 	id := c.next
@@ -94,7 +107,7 @@ func (w *Worker) watchCancels(ctx context.Context) error {
 		case deleted:
 			w.cancels.forget(e.Key)
 		case json.Unmarshal(e.Value, &rec) == nil && rec.Canceled:
-			w.cancels.cancel(e.Key, rec.Reason)
+			w.cancels.cancel(e.Key, rec.Reason, errRecorded)
 		}
 	})
 	if err != nil {
@@ -110,7 +123,7 @@ func (w *Worker) watchCancels(ctx context.Context) error {
 		if err != nil {
 			return
 		}
-		w.cancels.cancel(key, n.Control.Reason)
+		w.cancels.cancel(key, n.Control.Reason, errCanceled)
 	})
 }
 

@@ -240,12 +240,23 @@ func (w *Worker) handle(ctx context.Context, r *running, capability string, d *b
 	sctx, spent := llm.WithMeter(sctx)
 	out, err := w.run(sctx, r.agent, req, d)
 	req.usage = usageOf(spent())
-	canceled := errors.Is(context.Cause(sctx), errCanceled)
+	cause := context.Cause(sctx)
+	canceled := errors.Is(cause, errCanceled)
 	done()
 	r.stats.end(start, err, canceled)
 	capStats.end(start, err, canceled)
 	ran := time.Since(start)
 	req.queuedMS, req.runMS = millis(queued), millis(ran)
+	if errors.Is(cause, errRecorded) && !w.stillCanceled(ctx, key) {
+		// Stopped by a record the bucket no longer holds: the watch
+		// replayed a cancel that a resume has since withdrawn. Acked with
+		// no answer, the step would wait for its lease: it is delivered
+		// again and runs. (A cancel seen on the control subject is not
+		// checked: its record may not be written yet, and it is live.)
+		w.cfg.Metrics.finished(ctx, capability, OutcomeRetried, ran)
+		w.log.Info("step stopped by a withdrawn cancel: delivered again", "workflow", req.WorkflowID, "step", req.StepID)
+		return fmt.Errorf("%w: step %s stopped by a withdrawn cancel", bus.ErrHandBack, req.StepID)
+	}
 	if canceled {
 		reason, _ := w.cancels.isCanceled(key)
 		spanFailed(ctx, "canceled: "+reason)

@@ -8,27 +8,51 @@ import (
 	"github.com/agentbus/agentbus/workflow"
 )
 
+// timeoutReason is the cancel reason workers are given when a workflow's
+// deadline passes.
+const timeoutReason = "workflow timed out"
+
 // expire fails a workflow whose deadline passed (workflow.Deadline), and
 // cancels its running steps: the control record stops redeliveries, the
-// control message stops the steps running now. The deadline's durable
-// timer survives any orchestrator crash; should the server lose it, the
-// checkpoint scan expires the workflow (scan.go).
+// control message stops the steps running now. Both go out before the
+// failure is stored and published: a client that sees the failure and
+// resumes at once must find the record there to clear, never have it
+// written after its resume (the resumed steps would be dropped). Were the
+// deadline stale (the workflow ended first), the record is withdrawn. The
+// deadline's durable timer survives any orchestrator crash; should the
+// server lose it, the checkpoint scan expires the workflow (scan.go).
 func (o *Orchestrator) expire(ctx context.Context, tenant, wf string) error {
-	a, err := o.apply(ctx, tenant, wf, workflow.Deadline{})
-	if err != nil || a.StopSteps == "" {
-		if isNotFound(err) {
-			return nil
-		}
+	cp, err := o.Checkpoint(ctx, tenant, wf)
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	if err := o.recordCancel(ctx, tenant, wf, a.StopSteps); err != nil {
+	if cp.Status.Terminal() {
+		return nil // ended before its deadline, or already expired
+	}
+	if err := o.recordCancel(ctx, tenant, wf, timeoutReason); err != nil {
 		return err
 	}
 	subj, _ := subjects.Control(tenant, wf)
 	env, err := events.New(events.TypeControl, tenant+"/"+wf+"/timeout", events.SourceOrchestrator, tenant, wf, "",
-		events.Control{Action: events.ActionCancel, Reason: a.StopSteps})
+		events.Control{Action: events.ActionCancel, Reason: timeoutReason})
 	if err != nil {
 		return err
 	}
-	return o.bus.Notify(subj, env)
+	if err := o.bus.Notify(subj, env); err != nil {
+		return err
+	}
+	a, err := o.apply(ctx, tenant, wf, workflow.Deadline{})
+	if err == nil && a.StopSteps == "" {
+		// Ended meanwhile: the cancel does not apply.
+		if cerr := o.clearCancel(ctx, tenant, wf); cerr != nil {
+			o.log.Warn("withdrawing a timeout's cancel that did not apply", "workflow", wf, "err", cerr)
+		}
+	}
+	if isNotFound(err) {
+		return nil
+	}
+	return err
 }
