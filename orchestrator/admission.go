@@ -112,12 +112,15 @@ func (f *admission) freed() {
 }
 
 // window is how many requests may wait in AGENTBUS_STEPS for a
-// capability: one per worker slot (at least minWindow), so that a step
-// admitted waits about one round of the workers. A larger window parks
-// less of a saturated capability's work (cheaper) and lets a late
-// tenant wait longer (less fair): BenchmarkNoisyNeighbour measured the
-// quiet tenant's p95 at 2.4× alone with this window, 3.5× with twice it.
-func window(l bus.Load) int { return max(l.Slots(), minWindow) }
+// capability: Config.FlowWindow per worker slot (at least minWindow). A
+// step admitted waits for about that many rounds of the workers: a smaller
+// window is fairer to a tenant arriving behind another's backlog, a larger
+// one parks less of a saturated capability's work, which is cheaper.
+// BenchmarkNoisyNeighbour put the quiet tenant's p95 at 1.7× alone with
+// 0.5 (the default), 2.4× with 1 and 3.5× with 2.
+func (f *admission) window(l bus.Load) int {
+	return max(int(float64(l.Slots())*f.o.cfg.FlowWindow), minWindow)
+}
 
 // park lists, among the capabilities of a workflow's plan (and their
 // fallbacks), those whose ready steps must wait for admission now, and
@@ -229,7 +232,7 @@ func (f *admission) busy(capability string, freed bool) bool {
 	if freed {
 		credit = 1
 	}
-	busy := p.queued > 0 || p.bound && p.ahead()-credit >= window(p.load)
+	busy := p.queued > 0 || p.bound && p.ahead()-credit >= f.window(p.load)
 	if !busy && !freed {
 		p.reserved++
 	}
@@ -348,7 +351,7 @@ func (f *admission) admit(ctx context.Context, capability string, ws []bus.Waiti
 	if err != nil && !isNotFound(err) {
 		return err
 	}
-	free := window(load) - int(load.Pending)
+	free := f.window(load) - int(load.Pending)
 	if isNotFound(err) {
 		free = 1 << 20 // no worker has bound: nobody to be fair to, nothing held back
 	}

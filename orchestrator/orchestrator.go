@@ -114,9 +114,17 @@ type Config struct {
 	// FlowControlOff dispatches every ready step at once, as before flow
 	// control: a tenant's backlog then delays every other tenant behind it.
 	FlowControlOff bool
+	// FlowWindow is how many step requests may wait for a busy
+	// capability's workers per worker slot before new ones wait for
+	// admission (admission.go): smaller is fairer, larger is cheaper.
+	// Default 0.5.
+	FlowWindow float64
 }
 
 func (c *Config) setDefaults() {
+	if c.FlowWindow <= 0 {
+		c.FlowWindow = 0.5
+	}
 	if c.Concurrency == 0 {
 		c.Concurrency = 32
 	}

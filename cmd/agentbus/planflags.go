@@ -34,6 +34,7 @@ type planFlags struct {
 	// (orchestrator.Config.TenantWeights, FlowControlOff).
 	tenantWeights string
 	flowControl   bool
+	flowWindow    float64
 	// maxInFlight and rateLimit are per tenant/capability limits
 	// (orchestrator.Config.Limits).
 	maxInFlight, rateLimit string
@@ -63,6 +64,8 @@ func (f *planFlags) register(cmd *cobra.Command) {
 		"(a tenant not named has weight 1); flow control admits waiting steps in proportion to them")
 	cmd.Flags().BoolVar(&f.flowControl, "flow-control", true, "share a busy capability fairly among tenants (and by priority within one): "+
 		"steps wait in AGENTBUS_QUEUE for a fair turn instead of queueing behind every earlier step; false dispatches every step at once")
+	cmd.Flags().Float64Var(&f.flowWindow, "flow-window", 0.5, "step requests that may wait for a busy capability's workers, per worker slot, "+
+		"before new ones wait for admission: smaller is fairer to a tenant behind another's backlog, larger parks less work (cheaper)")
 	cmd.Flags().StringVar(&f.maxInFlight, "max-in-flight", "", "bound a tenant's steps of a capability waiting for or held by a worker at once, "+
 		"e.g. acme/search=4,beta/*=2 (* is every capability without its own); a step over it waits in its queue")
 	cmd.Flags().StringVar(&f.rateLimit, "rate-limit", "", "bound a tenant's steps of a capability admitted a second, e.g. acme/search=10,beta/*=2.5; "+
@@ -78,6 +81,9 @@ func (f *planFlags) register(cmd *cobra.Command) {
 		}
 		if _, err := f.limits(); err != nil {
 			return err
+		}
+		if f.flowWindow <= 0 || f.flowWindow > 64 {
+			return &exitError{code: exitUsage, msg: fmt.Sprintf("--flow-window %g: must be above 0 and at most 64 requests a worker slot", f.flowWindow)}
 		}
 		if f.stepHold <= 0 || f.submitBound <= 0 {
 			return &exitError{code: exitUsage, msg: fmt.Sprintf("--step-hold %s and --submit-bound %s: must be positive", f.stepHold, f.submitBound)}
@@ -139,7 +145,7 @@ func (f *planFlags) config(b *bus.Bus, log *slog.Logger) (orchestrator.Config, e
 		return orchestrator.Config{}, err
 	}
 	cfg := orchestrator.Config{Bus: b, Logger: log, StepLease: lease, StepHold: f.stepHold, SubmitBound: f.submitBound,
-		Metrics: f.metrics.orchestratorMetrics(), TenantWeights: weights, FlowControlOff: !f.flowControl, Limits: limits}
+		Metrics: f.metrics.orchestratorMetrics(), TenantWeights: weights, FlowControlOff: !f.flowControl, Limits: limits, FlowWindow: f.flowWindow}
 	cfg.TracerProvider = f.tracer
 	if f.llmURL == "" {
 		log.Info("planner: heuristic (no --llm-url)")
