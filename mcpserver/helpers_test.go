@@ -15,24 +15,45 @@ import (
 type progress struct {
 	mu   sync.Mutex
 	msgs []string
+	// more is closed and replaced at each notification.
+	more chan struct{}
 }
 
 func (p *progress) handle(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.msgs = append(p.msgs, req.Params.Message)
+	close(p.more)
+	p.more = make(chan struct{})
 }
 
-func (p *progress) all() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.msgs...)
+// waitFor waits until a notification's message has prefix, within a
+// deadline: the SDK's client hands notifications to the handler
+// asynchronously, so the end's may come just after the tool's result.
+func (p *progress) waitFor(t *testing.T, prefix string) []string {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		p.mu.Lock()
+		msgs, more := append([]string(nil), p.msgs...), p.more
+		p.mu.Unlock()
+		for _, m := range msgs {
+			if strings.HasPrefix(m, prefix) {
+				return msgs
+			}
+		}
+		select {
+		case <-more:
+		case <-deadline:
+			t.Fatalf("no progress notification %q among %q", prefix, msgs)
+		}
+	}
 }
 
 // connect connects an MCP client, as an assistant would, over t.
 func connect(t *testing.T, tr mcp.Transport) (*mcp.ClientSession, *progress) {
 	t.Helper()
-	p := &progress{}
+	p := &progress{more: make(chan struct{})}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-assistant", Version: "1.0.0"}, &mcp.ClientOptions{ProgressNotificationHandler: p.handle})
 	cs, err := c.Connect(t.Context(), tr, nil)
 	if err != nil {

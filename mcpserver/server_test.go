@@ -79,10 +79,11 @@ func exercise(t *testing.T, cs *mcp.ClientSession, prog *progress) {
 		if out.WorkflowID == "" || out.Outcome == nil || out.Outcome.Status != "completed" {
 			t.Fatalf("submit: %+v", out)
 		}
-		msgs := prog.all()
-		if len(msgs) < 3 || !slices.ContainsFunc(msgs, func(m string) bool { return strings.HasPrefix(m, "step a: completed") }) ||
-			!slices.ContainsFunc(msgs, func(m string) bool { return strings.HasPrefix(m, "completed in") }) {
-			t.Errorf("progress notifications %q: want each step's and the end", msgs)
+		msgs := prog.waitFor(t, "completed in")
+		for _, want := range []string{"step a: completed", "step b: completed", "artifact b.output"} {
+			if !slices.ContainsFunc(msgs, func(m string) bool { return strings.HasPrefix(m, want) }) {
+				t.Errorf("progress notifications %q: want one %q", msgs, want)
+			}
 		}
 		state, err := read(t, cs, "agentbus://workflows/"+out.WorkflowID)
 		if err != nil {
