@@ -247,8 +247,11 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, route str
 		}
 	}
 	// POST /a2a carries reads too (tasks/get, tasks/resubscribe): the
-	// A2A handler refuses a viewer's writes by method (mayControl).
-	readOnly := r.Method == http.MethodGet || r.Method == http.MethodHead || (r.Method == http.MethodPost && r.URL.Path == "/a2a")
+	// A2A handler refuses a viewer's writes by method (mayControl). So
+	// does /mcp (resources/read, tools/list), whose tools act through the
+	// REST API with the same token: the gateway refuses a viewer's writes
+	// there.
+	readOnly := r.Method == http.MethodGet || r.Method == http.MethodHead || (r.Method == http.MethodPost && r.URL.Path == "/a2a") || route == routeMCP
 	if gr.role == RoleViewer && !readOnly {
 		g.refuse(w, http.StatusForbidden, "forbidden", `Bearer realm="agentbus", error="insufficient_scope"`, "a viewer token is read-only: "+r.Method+" needs a client or admin token",
 			headerProblem(from, "a viewer token: %s needs a client or admin token", r.Method))

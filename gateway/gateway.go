@@ -150,6 +150,7 @@ type Gateway struct {
 	// ws and a2a serve the WebSocket and A2A protocols (mount.go).
 	ws  *ws.Server
 	a2a *a2a.Server
+	mcp http.Handler
 
 	mu       sync.Mutex
 	listener net.Listener
@@ -210,6 +211,7 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc("GET /v1/sessions/{id}", g.session)
 	g.ws.Register(g.mux)
 	g.a2a.Register(g.mux)
+	g.mux.Handle(routeMCP, g.mcp)
 	g.routesAuth()
 	g.routesTenantFeed()
 	g.routesDocuments()

@@ -9,11 +9,13 @@ import (
 	"github.com/agentbus/agentbus/gateway/a2a"
 	"github.com/agentbus/agentbus/gateway/internal/fanout"
 	"github.com/agentbus/agentbus/gateway/ws"
+	"github.com/agentbus/agentbus/mcpserver"
 	"github.com/agentbus/agentbus/schemas"
 )
 
 // mount makes the protocol servers the gateway serves beside its own
-// routes: WebSocket (package ws) and A2A (package a2a). They see the
+// routes: WebSocket (package ws), A2A (package a2a) and MCP (package
+// mcpserver, mounted at /mcp by routes). They see the
 // gateway only through host, and share its fan-out, bus, logger and
 // metrics, so their streams, log lines and metrics are the gateway's.
 func (g *Gateway) mount() {
@@ -27,7 +29,16 @@ func (g *Gateway) mount() {
 	g.a2a = a2a.New(g.cfg.A2A, a2a.Deps{Gateway: h, Bus: g.bus, Checkpoints: g.checkpoints, Registry: g.registry, Hubs: g.hubs,
 		Logger: g.log, AuthFailures: st.authFailures, AuthOn: len(g.cfg.Auth.Tokens) > 0,
 		MaxBodyBytes: g.cfg.MaxBodyBytes, AcceptTimeout: g.cfg.AcceptTimeout, KeepAlive: g.cfg.KeepAlive, SendQueueBytes: g.cfg.WS.SendQueueBytes})
+	// The MCP server acts through this gateway's REST API, called back on
+	// the listener each session arrived on with each request's own
+	// credentials: the request has passed wrap's authentication, and every
+	// call it makes passes it again, so the token decides the tenant and
+	// the role as it does anywhere else, with no second path to the bus.
+	g.mcp = mcpserver.Handler(mcpserver.HandlerConfig{Logger: g.log.With("component", "mcp")})
 }
+
+// routeMCP is the MCP endpoint (streamable HTTP): POST, GET and DELETE.
+const routeMCP = "/mcp"
 
 // host is the gateway as its protocol servers see it: authentication, the
 // scope of a request, where a stream starts, and the API's error shape.

@@ -79,7 +79,7 @@ func newRoot() *cobra.Command {
 		newControl(events.ActionCancel, "Cancel a workflow: nothing more is dispatched and running steps are stopped"),
 		newControl(events.ActionResume, "Resume a failed workflow: failed steps run again, completed ones are kept"),
 		newControl(events.ActionApprove, "Approve (or --reject) a step that awaits a human decision"))
-	root.AddCommand(newNatsConfig(), newSession(), newBench())
+	root.AddCommand(newNatsConfig(), newSession(), newBench(), newMCP())
 	return root
 }
 

@@ -27,7 +27,7 @@ var layers = []layer{
 	{role: "state kept over the bus (agent registry, sessions) and the public Go SDK, which never links a server",
 		patterns: []string{"discovery", "sessions", "client"}},
 	{role: "the roles: agents and their runtime, orchestrator, gateway; adapters to other ecosystems",
-		patterns: []string{"agents/...", "orchestrator", "gateway/...", "watermill", "interop/..."}},
+		patterns: []string{"agents/...", "orchestrator", "gateway/...", "watermill", "interop/...", "mcpserver"}},
 	{role: "agentbus.Run: the whole bus embedded in a Go program",
 		patterns: []string{"."}},
 	{role: "the binary, examples, test support and tools, which may import anything",
