@@ -26,7 +26,7 @@ func (g *Gateway) mount() {
 	}})
 	g.a2a = a2a.New(g.cfg.A2A, a2a.Deps{Gateway: h, Bus: g.bus, Checkpoints: g.checkpoints, Registry: g.registry, Hubs: g.hubs,
 		Logger: g.log, AuthFailures: st.authFailures, AuthOn: len(g.cfg.Auth.Tokens) > 0,
-		MaxBodyBytes: g.cfg.MaxBodyBytes, AcceptTimeout: g.cfg.AcceptTimeout, KeepAlive: g.cfg.KeepAlive, SendQueueBytes: g.cfg.WS.SendQueueBytes})
+		MaxBodyBytes: g.cfg.MaxBodyBytes, MaxUploadBytes: g.cfg.Documents.MaxUploadBytes, AcceptTimeout: g.cfg.AcceptTimeout, KeepAlive: g.cfg.KeepAlive, SendQueueBytes: g.cfg.WS.SendQueueBytes})
 }
 
 // host is the gateway as its protocol servers see it: authentication, the
