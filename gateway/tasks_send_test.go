@@ -250,3 +250,27 @@ func TestTasksSendSeedRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestTasksSendFilePart indexes a file part in the tenant's index before
+// the task runs, through the upload path of POST /v1/documents.
+func TestTasksSendFilePart(t *testing.T) {
+	s := startDocStack(t)
+	doc := base64.StdEncoding.EncodeToString([]byte("# Quokkas\n\nQuokkas eat leaves, grasses and stems on Rottnest Island.\n"))
+	body := `{"id":"t-file","messages":[{"role":"user","parts":[{"type":"text","text":"echo what do quokkas eat"},` +
+		`{"type":"file","file":{"name":"quokka.md","mimeType":"text/markdown","bytes":"` + doc + `"}}]}]}`
+	r := s.mustDo(t, http.MethodPost, "/tasks/send", []byte(body))
+	if r.Status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
+	}
+	meta, _ := s.state(t, "/v1/workflows/t-file")["metadata"].(map[string]any)
+	up, _ := meta["a2a_upload"].(string)
+	if up == "" {
+		t.Fatalf("metadata %v", meta)
+	}
+	if st := s.state(t, "/v1/workflows/"+up); st["status"] != "completed" {
+		t.Errorf("ingest workflow %s: %v", up, st["status"])
+	}
+	if r := s.mustDo(t, http.MethodGet, "/v1/documents/quokka.md", nil); r.Status != http.StatusOK {
+		t.Errorf("document: %d %s", r.Status, r.Body)
+	}
+}
