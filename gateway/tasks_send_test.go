@@ -216,25 +216,29 @@ func TestTasksSendSeedRefusals(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, body, pointer, says string
+		status                    int // default 400
 	}{
-		{"unknown data key", msgs(`{"type":"data","data":{"top_k":20,"colour":"red"}}`), "/messages/0/parts/1/data/colour", `unknown key "colour"`},
-		{"top_k out of range", msgs(`{"type":"data","data":{"top_k":500}}`), "/messages/0/parts/1/data/top_k", "100"},
-		{"bad profile", msgs(`{"type":"data","data":{"profiles":["Not A Profile"]}}`), "/messages/0/parts/1/data/profiles/0", ""},
-		{"top_k and k", msgs(`{"type":"data","data":{"top_k":5,"k":6}}`), "", "already sets k"},
-		{"file too large", msgs(`{"type":"file","file":{"name":"big.txt","mimeType":"text/plain","bytes":"` + big + `"}}`), "/messages/0/parts/1/file/bytes", `"big.txt" is too large`},
-		{"file by uri", msgs(`{"type":"file","file":{"name":"a.txt","uri":"https://example.com/a.txt"}}`), "/messages/0/parts/1/file/uri", ""},
-		{"file without name", msgs(`{"kind":"file","file":{"bytes":"aGk="}}`), "/messages/0/parts/1/file/name", ""},
-		{"options beside a plan", `{"messages":[{"parts":[{"data":{"plan":{"steps":[{"id":"A","capability":"echo"}]},"top_k":3}}]}]}`, "/messages/0/parts/0/data/top_k", "explicit plan"},
-		{"last message not the user's", `{"messages":[{"role":"user","parts":[{"text":"q"}]},{"role":"agent","parts":[{"text":"a"}]}]}`, "/messages/1/role", "the last message is the query"},
-		{"data in an earlier message", `{"messages":[{"role":"user","parts":[{"text":"q"},{"data":{"top_k":3}}]},{"role":"user","parts":[{"text":"q2"}]}]}`, "/messages/0/parts/1/data", "only the last message"},
-		{"message and messages", `{"message":{"parts":[{"text":"q"}]},"messages":[{"parts":[{"text":"q"}]}]}`, "/messages", "not both"},
-		{"no messages", `{"messages":[]}`, "/messages", ""},
-		{"bad session for a conversation", `{"sessionId":"Not A Token","messages":[{"role":"user","parts":[{"text":"q"}]},{"role":"user","parts":[{"text":"q2"}]}]}`, "/sessionId", ""},
+		{"unknown data key", msgs(`{"type":"data","data":{"top_k":20,"colour":"red"}}`), "/messages/0/parts/1/data/colour", `unknown key "colour"`, 0},
+		{"top_k out of range", msgs(`{"type":"data","data":{"top_k":500}}`), "/messages/0/parts/1/data/top_k", "100", 0},
+		{"bad profile", msgs(`{"type":"data","data":{"profiles":["Not A Profile"]}}`), "/messages/0/parts/1/data/profiles/0", "", 0},
+		{"top_k and k", msgs(`{"type":"data","data":{"top_k":5,"k":6}}`), "", "already sets k", 0},
+		{"file too large", msgs(`{"type":"file","file":{"name":"big.txt","mimeType":"text/plain","bytes":"` + big + `"}}`), "/messages/0/parts/1/file/bytes", `"big.txt" is too large`, 0},
+		{"file by uri", msgs(`{"type":"file","file":{"name":"a.txt","uri":"https://example.com/a.txt"}}`), "/messages/0/parts/1/file/uri", "not fetched", http.StatusUnsupportedMediaType},
+		{"file without name", msgs(`{"kind":"file","file":{"bytes":"aGk="}}`), "/messages/0/parts/1/file/name", "", 0},
+		{"options beside a plan", `{"messages":[{"parts":[{"data":{"plan":{"steps":[{"id":"A","capability":"echo"}]},"top_k":3}}]}]}`, "/messages/0/parts/0/data/top_k", "explicit plan", 0},
+		{"last message not the user's", `{"messages":[{"role":"user","parts":[{"text":"q"}]},{"role":"agent","parts":[{"text":"a"}]}]}`, "/messages/1/role", "the last message is the query", 0},
+		{"data in an earlier message", `{"messages":[{"role":"user","parts":[{"text":"q"},{"data":{"top_k":3}}]},{"role":"user","parts":[{"text":"q2"}]}]}`, "/messages/0/parts/1/data", "only the last message", 0},
+		{"message and messages", `{"message":{"parts":[{"text":"q"}]},"messages":[{"parts":[{"text":"q"}]}]}`, "/messages", "not both", 0},
+		{"no messages", `{"messages":[]}`, "/messages", "", 0},
+		{"bad session for a conversation", `{"sessionId":"Not A Token","messages":[{"role":"user","parts":[{"text":"q"}]},{"role":"user","parts":[{"text":"q2"}]}]}`, "/sessionId", "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := s.mustDo(t, http.MethodPost, "/tasks/send", []byte(tc.body))
 			var e apiErr
-			if err := json.Unmarshal(r.Body, &e); err != nil || r.Status != http.StatusBadRequest {
+			if tc.status == 0 {
+				tc.status = http.StatusBadRequest
+			}
+			if err := json.Unmarshal(r.Body, &e); err != nil || r.Status != tc.status {
 				t.Fatalf("status %d %v: %s", r.Status, err, r.Body)
 			}
 			want := tc.pointer

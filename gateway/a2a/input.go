@@ -243,7 +243,7 @@ func decodeFile(raw json.RawMessage, at string) (filePart, *rpcError) {
 	}
 	switch {
 	case f.URI != nil:
-		return f2, rpcErr(rpcInvalidParams, at+"/file/uri", "files are not fetched from a uri: send their content as \"bytes\" (base64)")
+		return f2, rpcErr(rpcUnsupportedContentType, at+"/file/uri", "files are not fetched from a uri: send their content as \"bytes\" (base64)")
 	case f.Bytes == nil:
 		return f2, rpcErr(rpcInvalidParams, at+"/file/bytes", "required: the file's content, base64")
 	case strings.TrimSpace(f.Name) == "":
