@@ -63,6 +63,13 @@ type WorkflowSubmitted struct {
 	DoubleText string `json:"double_text,omitempty"`
 }
 
+// MetadataSearchOptions is the submission metadata key whose value, a
+// JSON object of search step input fields (schema agent.search.input:
+// k, profiles, filters, ensemble, max_per_doc), the orchestrator merges
+// into the input of every search step it plans for the query. A2A data
+// parts such as {"top_k": 20} arrive this way.
+const MetadataSearchOptions = "search_options"
+
 // Priorities of a workflow's steps among its tenant's queued steps.
 const (
 	PriorityLowest  = 1

@@ -63,7 +63,7 @@ func TestA2AJSONRPCErrors(t *testing.T) {
 		{"data part field", sendBody(`{"role":"user","messageId":"m","parts":[{"kind":"data","data":{"plan":{"steps":[]},"colour":"red"}}]}`), -32602, "/params/message/parts/0/data/colour", `"r1"`},
 		{"bad plan", sendBody(`{"role":"user","messageId":"m","parts":[{"kind":"data","data":{"plan":{"steps":[{"id":"a","capability":"Not A Token"}]}}}]}`), -32602, "/params/message/parts/0/data/plan/steps/0/capability", `"r1"`},
 		{"neither query nor plan", sendBody(`{"role":"user","messageId":"m","parts":[{"kind":"data","data":{"timeout_ms":5}}]}`), -32602, "/params/message/parts", `"r1"`},
-		{"file part", sendBody(`{"role":"user","messageId":"m","parts":[{"kind":"file","file":{"uri":"https://x/y"}}]}`), -32005, "/params/message/parts/0", `"r1"`},
+		{"file part", sendBody(`{"role":"user","messageId":"m","parts":[{"kind":"file","file":{"uri":"https://x/y"}}]}`), -32005, "/params/message/parts/0/file/uri", `"r1"`},
 		{"push config", `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/get","params":{"id":"x"}}`, -32003, "/method", "1"},
 		{"extended card", `{"jsonrpc":"2.0","id":1,"method":"agent/getAuthenticatedExtendedCard"}`, -32007, "/method", "1"},
 	} {

@@ -337,8 +337,8 @@ func TestA2AErrorsThroughClient(t *testing.T) {
 			}
 		})
 	}
-	// A file part is content agentbus does not take; a push config is not
-	// supported.
+	// A file by uri is content agentbus does not fetch (files by bytes are
+	// indexed); a push config is not supported.
 	file := &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.FilePart{File: a2a.FileURI{URI: "https://example.com/a.pdf"}})}
 	if _, err := c.SendMessage(ctx, file); !errors.Is(err, a2a.ErrUnsupportedContentType) {
 		t.Errorf("file part: %v", err)

@@ -196,7 +196,7 @@ func (g *Gateway) wrap(h http.Handler) http.Handler {
 
 // openPaths are the routes served without a token: they carry no tenant's
 // data and probes and scrapers hold none.
-var openPaths = []string{"/healthz", "/readyz", "/metrics"}
+var openPaths = []string{"/healthz", "/health", "/readyz", "/metrics"}
 
 func openRoute(r *http.Request, route string) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

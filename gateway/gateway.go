@@ -197,6 +197,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 
 func (g *Gateway) routes() {
 	g.mux.HandleFunc("GET /healthz", g.healthz)
+	g.mux.HandleFunc("GET /health", g.healthz) // the seed system's name for it
 	g.mux.HandleFunc("POST /v1/workflows", g.submit)
 	g.mux.HandleFunc("GET /v1/workflows/{id}", g.state)
 	g.mux.HandleFunc("GET /v1/workflows/{id}/events", g.sse)

@@ -28,7 +28,7 @@ func (g *Gateway) mount() {
 	}})
 	g.a2a = a2a.New(g.cfg.A2A, a2a.Deps{Gateway: h, Bus: g.bus, Checkpoints: g.checkpoints, Registry: g.registry, Hubs: g.hubs,
 		Logger: g.log, AuthFailures: st.authFailures, AuthOn: len(g.cfg.Auth.Tokens) > 0,
-		MaxBodyBytes: g.cfg.MaxBodyBytes, AcceptTimeout: g.cfg.AcceptTimeout, KeepAlive: g.cfg.KeepAlive, SendQueueBytes: g.cfg.WS.SendQueueBytes})
+		MaxBodyBytes: g.cfg.MaxBodyBytes, MaxUploadBytes: g.cfg.Documents.MaxUploadBytes, AcceptTimeout: g.cfg.AcceptTimeout, KeepAlive: g.cfg.KeepAlive, SendQueueBytes: g.cfg.WS.SendQueueBytes})
 	// The MCP server acts through this gateway's REST API, called back on
 	// the listener each session arrived on with each request's own
 	// credentials: the request has passed wrap's authentication, and every

@@ -39,7 +39,7 @@ func (g *Gateway) traced(h http.Handler) http.Handler {
 		otelhttp.WithPropagators(tc),
 		otelhttp.WithFilter(func(r *http.Request) bool {
 			switch r.URL.Path {
-			case "/metrics", "/healthz", "/readyz":
+			case "/metrics", "/healthz", "/health", "/readyz":
 				return false
 			}
 			return true

@@ -153,6 +153,9 @@ func (o *Orchestrator) plan(ctx context.Context, sub events.WorkflowSubmitted) (
 		if p, lifted := autoIngest(in.Plan, sub.Metadata); lifted {
 			in.Plan, why = p, why+"; ingest without approval ("+MetadataAutoIngest+")"
 		}
+		if p, applied := withSearchOptions(in.Plan, sub.Metadata); applied {
+			in.Plan, why = p, why+"; search options ("+events.MetadataSearchOptions+")"
+		}
 		if p, added := o.withAnswer(pctx, in.Plan, sub.Query); added != "" {
 			in.Plan, why = p, why+"; "+added
 		}

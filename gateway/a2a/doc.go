@@ -2,7 +2,15 @@
 // A2A agent whose skills are the capabilities registered right now (the
 // agent card at /.well-known/agent-card.json), JSON-RPC 2.0 at POST /a2a
 // (message/send, message/stream, tasks/get, tasks/cancel,
-// tasks/resubscribe), and the seed system's legacy POST /tasks/send.
+// tasks/resubscribe), and the seed system's legacy POST /tasks/send (its
+// "messages": the last is the query, the earlier ones seed the task's
+// session), with GET /.well-known/agent.json, the card's older name.
+//
+// A message's text parts are the query; its data part a plan or search
+// options (top_k, profiles, filters …), which travel in the submission's
+// metadata (events.MetadataSearchOptions) for the orchestrator to give
+// the planned search step; its file parts are uploaded and indexed
+// (Gateway.Upload) before the task starts.
 //
 // A task is a workflow. A message enters as JSON-RPC params, checked
 // field by field (every error a JSON-RPC error object whose data names the

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,7 +18,25 @@ const (
 	metaInterface = "interface"
 	metaContextID = "a2a_context_id"
 	metaMessageID = "a2a_message_id"
+	// metaUpload names the ingest workflow that indexed the task's file
+	// parts before it started.
+	metaUpload = "a2a_upload"
 )
+
+// searchOptions are the data-part keys that are options of the planned
+// query's search step (schema agent.search.input), each with the input
+// field it sets: the seed's "top_k" is the search agent's "k".
+var searchOptions = map[string]string{
+	"top_k": "k", "k": "k", "profiles": "profiles", "filters": "filters",
+	"ensemble": "ensemble", "max_per_doc": "max_per_doc",
+}
+
+// searchInputSchema is the search step's input schema, which the options
+// are checked against.
+const searchInputSchema = "agent.search.input"
+
+// dataKeys lists what a data part takes, for error messages.
+const dataKeys = "plan, query, timeout_ms and the search options top_k (or k), profiles, filters, ensemble and max_per_doc"
 
 // maxA2AID bounds client-chosen ids (messageId, contextId).
 const maxA2AID = 256
@@ -38,14 +58,33 @@ type partsInput struct {
 	Query     string
 	Plan      json.RawMessage
 	TimeoutMS json.RawMessage
+	// Options are the search options of the data part, keyed by the
+	// search input field they set; optionAt points at each one's key.
+	Options  map[string]json.RawMessage
+	optionAt map[string]string
+	// Files are the message's file parts, to be uploaded to the tenant's
+	// index before the task starts.
+	Files []filePart
+	// History is the conversation before this message (POST /tasks/send
+	// "messages"), oldest first: turns to seed the task's session with.
+	History []events.Turn
 	// partsAt, queryAt and dataAt are the JSON pointers of the parts, of
 	// the text that gave the query and of the data part.
 	partsAt, queryAt, dataAt string
 }
 
+// filePart is an A2A file part given by its bytes.
+type filePart struct {
+	Name, MIMEType string
+	Bytes          []byte
+	// At is the part's JSON pointer.
+	At string
+}
+
 // decodeParts reads a message's parts (found at pointer at): text parts
 // joined by newlines are the query; one data part may carry "plan",
-// "query" and "timeout_ms". File parts are not understood.
+// "query", "timeout_ms" and search options (searchOptions); file parts
+// with bytes are documents to index.
 func decodeParts(raw json.RawMessage, at string) (partsInput, *rpcError) {
 	in := partsInput{partsAt: at}
 	var parts []json.RawMessage
@@ -97,10 +136,17 @@ func decodeParts(raw json.RawMessage, at string) (partsInput, *rpcError) {
 				return in, rerr
 			}
 		case "file":
-			return in, rpcErr(rpcUnsupportedContentType, pat, "file parts are not understood: send text or data")
+			f, rerr := decodeFile(part.File, pat)
+			if rerr != nil {
+				return in, rerr
+			}
+			in.Files = append(in.Files, f)
 		default:
 			return in, rpcErr(rpcInvalidParams, pat+"/kind", "want text, data or file, got %q", kind)
 		}
+	}
+	if len(texts) == 0 && in.Query == "" && in.Plan == nil && len(in.Files) > 0 {
+		return in, rpcErr(rpcInvalidParams, at, "file parts are indexed for the query: add a text part (the query)")
 	}
 	if len(texts) > 0 {
 		if in.Query != "" {
@@ -128,10 +174,83 @@ func (in *partsInput) decodeData(raw json.RawMessage) *rpcError {
 			}
 			in.queryAt = in.dataAt + "/query"
 		default:
-			return rpcErr(rpcInvalidParams, in.dataAt+"/"+escapePointer(k), "unknown field: a data part takes plan, query and timeout_ms")
+			field, ok := searchOptions[k]
+			at := in.dataAt + "/" + escapePointer(k)
+			if !ok {
+				return rpcErr(rpcInvalidParams, at, "unknown key %q: a data part takes %s", k, dataKeys)
+			}
+			if prev, dup := in.optionAt[field]; dup {
+				return rpcErr(rpcInvalidParams, at, "%s already sets %s", prev, field)
+			}
+			if in.Options == nil {
+				in.Options, in.optionAt = map[string]json.RawMessage{}, map[string]string{}
+			}
+			in.Options[field], in.optionAt[field] = v, at
 		}
 	}
-	return nil
+	return in.checkOptions()
+}
+
+// checkOptions validates the search options as the search step's input
+// (schema agent.search.input), each problem at the data part's key.
+func (in *partsInput) checkOptions() *rpcError {
+	if len(in.Options) == 0 {
+		return nil
+	}
+	if in.Plan != nil {
+		field := slices.Sorted(maps.Keys(in.optionAt))[0]
+		return rpcErr(rpcInvalidParams, in.optionAt[field],
+			"search options apply to a planned query: with an explicit plan, set them in its search step's input")
+	}
+	err := schemas.Validate(searchInputSchema, in.optionsJSON())
+	var ve *schemas.ValidationError
+	if err == nil || !errors.As(err, &ve) || len(ve.Problems) == 0 {
+		return nil
+	}
+	p := ve.Problems[0]
+	field, rest, _ := strings.Cut(strings.TrimPrefix(p.Pointer, "/"), "/")
+	at, ok := in.optionAt[field]
+	if !ok {
+		at = in.dataAt
+	}
+	if rest != "" {
+		at += "/" + rest
+	}
+	return rpcErr(rpcInvalidParams, at, "%s", p.Message)
+}
+
+// optionsJSON is the search options as one JSON object.
+func (in partsInput) optionsJSON() []byte {
+	b, _ := json.Marshal(in.Options)
+	return b
+}
+
+// decodeFile reads an A2A file part's file ({"name", "mimeType",
+// "bytes"}): its bytes are base64. A file by "uri" is not fetched.
+func decodeFile(raw json.RawMessage, at string) (filePart, *rpcError) {
+	var f struct {
+		Name     string  `json:"name"`
+		MIMEType string  `json:"mimeType"`
+		Bytes    *[]byte `json:"bytes"`
+		URI      *string `json:"uri"`
+	}
+	f2 := filePart{At: at}
+	if len(raw) == 0 || raw[0] != '{' {
+		return f2, rpcErr(rpcInvalidParams, at+"/file", "required in a file part: {\"name\", \"mimeType\", \"bytes\": base64}")
+	}
+	if rerr := decodeParams(raw, at+"/file", &f); rerr != nil {
+		return f2, rerr
+	}
+	switch {
+	case f.URI != nil:
+		return f2, rpcErr(rpcUnsupportedContentType, at+"/file/uri", "files are not fetched from a uri: send their content as \"bytes\" (base64)")
+	case f.Bytes == nil:
+		return f2, rpcErr(rpcInvalidParams, at+"/file/bytes", "required: the file's content, base64")
+	case strings.TrimSpace(f.Name) == "":
+		return f2, rpcErr(rpcInvalidParams, at+"/file/name", "required: the file's name, its document id in the index")
+	}
+	f2.Name, f2.MIMEType, f2.Bytes = f.Name, f.MIMEType, *f.Bytes
+	return f2, nil
 }
 
 // submission validates the input as a workflow request (schema
@@ -154,6 +273,13 @@ func (in partsInput) submission(workflowID string, meta map[string]string, idAt 
 	}
 	if in.TimeoutMS != nil {
 		body["timeout_ms"] = in.TimeoutMS
+	}
+	if len(in.Options) > 0 {
+		meta = maps.Clone(meta)
+		if meta == nil {
+			meta = map[string]string{}
+		}
+		meta[events.MetadataSearchOptions] = string(in.optionsJSON())
 	}
 	if len(meta) > 0 {
 		body["metadata"] = meta

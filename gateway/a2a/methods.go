@@ -152,12 +152,28 @@ func (g *Server) startTask(ctx context.Context, tenant, workflow, idAt string, i
 	if rerr != nil {
 		return nil, rerr
 	}
+	if rerr := g.checkFiles(in.Files); rerr != nil {
+		return nil, rerr
+	}
 	// A context id that is a subject token (a UUID is) makes the task a
 	// turn of that session; any other stays a label, as before.
 	if subjects.ValidSession(contextID) == nil {
 		sub.SessionID = contextID
 	}
 	sub.User = g.gw.User(ctx)
+	if len(in.History) > 0 && sub.SessionID != "" {
+		if _, err := g.gw.SeedSession(ctx, tenant, sub.SessionID, in.History); err != nil {
+			g.log.Error("a2a seed session", "tenant", tenant, "session", sub.SessionID, "err", err)
+			return nil, rpcErr(rpcInternalError, "", "could not store the conversation: %v", err)
+		}
+	}
+	if len(in.Files) > 0 {
+		up, rerr := g.uploadFiles(ctx, tenant, in.Files, messageID)
+		if rerr != nil {
+			return nil, rerr
+		}
+		sub.Metadata[metaUpload] = up
+	}
 	resp, err := g.gw.Submit(ctx, tenant, keyOf(ctx), requested, sub)
 	if err != nil {
 		return nil, g.submitError(err, tenant, requested, idAt)
@@ -174,6 +190,47 @@ func (g *Server) startTask(ctx context.Context, tenant, workflow, idAt string, i
 		contextID = workflow
 	}
 	return submittedTask(workflow, contextID, in.userMessage(messageID, workflow, contextID)), nil
+}
+
+// checkFiles refuses file parts whose bytes, together, pass the gateway's
+// upload bound, naming the part that passes it.
+func (g *Server) checkFiles(files []filePart) *rpcError {
+	var total int64
+	for _, f := range files {
+		total += int64(len(f.Bytes))
+		if g.maxUploadBytes > 0 && total > g.maxUploadBytes {
+			return rpcErr(rpcInvalidParams, f.At+"/file/bytes",
+				"file %q is too large: the message's files come to %d bytes or more, over the gateway's upload bound of %d bytes (--max-upload-bytes)",
+				f.Name, total, g.maxUploadBytes)
+		}
+	}
+	return nil
+}
+
+// uploadFiles indexes a message's files in the tenant's index before its
+// task starts: it starts their ingest workflow and waits, up to
+// Config.BlockTimeout, for it to end, so that the task's search sees
+// them. It returns the ingest workflow's id.
+func (g *Server) uploadFiles(ctx context.Context, tenant string, files []filePart, messageID string) (string, *rpcError) {
+	in := make([]File, len(files))
+	for i, f := range files {
+		in[i] = File{Name: f.Name, Data: f.Bytes}
+	}
+	up, err := g.gw.Upload(ctx, tenant, in, map[string]any{metaMessageID: messageID})
+	var fe *FileError
+	var quota *api.QuotaError
+	switch {
+	case errors.As(err, &fe) && fe.Index < len(files):
+		return "", rpcErr(rpcInvalidParams, files[fe.Index].At+"/file/name", "%s", fe.Reason)
+	case errors.As(err, &quota):
+		q := quota.Quota
+		return "", &rpcError{Code: rpcQuotaExceeded, Detail: quota.Reason(), Quota: &q, RetryAfter: quota.RetryAfter}
+	case err != nil:
+		g.log.Error("a2a upload", "tenant", tenant, "err", err)
+		return "", rpcErr(rpcInternalError, "", "could not store the files: %v", err)
+	}
+	g.awaitSettled(ctx, tenant, up, 0)
+	return up, nil
 }
 
 // submitError is the JSON-RPC error of a submission the gateway refused

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -50,7 +51,31 @@ type Gateway interface {
 	WriteError(w http.ResponseWriter, status int, code, message string, probs []schemas.Problem)
 	// WriteJSON answers status with v as the gateway writes JSON.
 	WriteJSON(w http.ResponseWriter, status int, v any)
+	// Upload stores files and starts the workflow that indexes them in
+	// the tenant's index, as POST /v1/documents does, with meta added to
+	// every chunk; it returns that workflow's id. A file it refuses is a
+	// *FileError; quota errors are SubmitOnce's.
+	Upload(ctx context.Context, tenant string, files []File, meta map[string]any) (string, error)
+	// SeedSession gives the session id (of the request's user) the
+	// turns when it has none yet, and reports whether it did.
+	SeedSession(ctx context.Context, tenant, id string, turns []events.Turn) (bool, error)
 }
+
+// File is a file of an A2A message, to be indexed.
+type File struct {
+	// Name is the file's name, its document id in the index.
+	Name string
+	Data []byte
+}
+
+// FileError is Gateway.Upload refusing one of the files.
+type FileError struct {
+	// Index is the file's position among those given.
+	Index  int
+	Reason string
+}
+
+func (e *FileError) Error() string { return "a2a: file " + strconv.Itoa(e.Index) + ": " + e.Reason }
 
 // Bus is the part of the bus the A2A server uses: a task's events and its
 // control subject. *bus.Bus implements it.
@@ -99,8 +124,11 @@ type Deps struct {
 	// wait for an orchestrator to record a new task; KeepAlive is the
 	// interval of SSE keepalive comments; SendQueueBytes bounds a stream's
 	// frames not yet written (the gateway's, for every stream).
-	MaxBodyBytes   int64
-	AcceptTimeout  time.Duration
+	MaxBodyBytes  int64
+	AcceptTimeout time.Duration
+	// MaxUploadBytes bounds the files of one message (the gateway's
+	// bound on POST /v1/documents).
+	MaxUploadBytes int64
 	KeepAlive      time.Duration
 	SendQueueBytes int
 }
@@ -117,6 +145,7 @@ type Server struct {
 	authFailures   *prometheus.CounterVec
 	authOn         bool
 	maxBodyBytes   int64
+	maxUploadBytes int64
 	acceptTimeout  time.Duration
 	keepAlive      time.Duration
 	sendQueueBytes int
@@ -125,13 +154,14 @@ type Server struct {
 // New returns a Server; cfg must have its defaults set and be valid.
 func New(cfg Config, d Deps) *Server {
 	return &Server{cfg: cfg, gw: d.Gateway, bus: d.Bus, checkpoints: d.Checkpoints, registry: d.Registry, hubs: d.Hubs,
-		log: d.Logger, authFailures: d.AuthFailures, authOn: d.AuthOn, maxBodyBytes: d.MaxBodyBytes,
+		log: d.Logger, authFailures: d.AuthFailures, authOn: d.AuthOn, maxBodyBytes: d.MaxBodyBytes, maxUploadBytes: d.MaxUploadBytes,
 		acceptTimeout: d.AcceptTimeout, keepAlive: d.KeepAlive, sendQueueBytes: d.SendQueueBytes}
 }
 
 // Register adds the A2A routes to mux.
 func (g *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /.well-known/agent-card.json", g.agentCard)
+	mux.HandleFunc("GET /.well-known/agent.json", g.agentCard) // its name before A2A 0.3, which the seeds use
 	mux.HandleFunc("POST /a2a", g.a2aRPC)
 	mux.HandleFunc("POST /tasks/send", g.tasksSend)
 }
