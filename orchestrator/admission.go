@@ -117,7 +117,8 @@ func (f *admission) freed() {
 // window is fairer to a tenant arriving behind another's backlog, a larger
 // one parks less of a saturated capability's work, which is cheaper.
 // BenchmarkNoisyNeighbour put the quiet tenant's p95 at 1.7× alone with
-// 0.5 (the default), 2.4× with 1 and 3.5× with 2.
+// 0.5, 2.4× with 1 (the default) and 3.5× with 2; 0.5 cost 30 % of
+// BenchmarkWorkflowsParallel's echo steps/s, 1 cost 6 %.
 func (f *admission) window(l bus.Load) int {
 	return max(int(float64(l.Slots())*f.o.cfg.FlowWindow), minWindow)
 }

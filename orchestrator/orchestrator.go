@@ -117,13 +117,13 @@ type Config struct {
 	// FlowWindow is how many step requests may wait for a busy
 	// capability's workers per worker slot before new ones wait for
 	// admission (admission.go): smaller is fairer, larger is cheaper.
-	// Default 0.5.
+	// Default 1.
 	FlowWindow float64
 }
 
 func (c *Config) setDefaults() {
 	if c.FlowWindow <= 0 {
-		c.FlowWindow = 0.5
+		c.FlowWindow = 1
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = 32

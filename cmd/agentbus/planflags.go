@@ -64,7 +64,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 		"(a tenant not named has weight 1); flow control admits waiting steps in proportion to them")
 	cmd.Flags().BoolVar(&f.flowControl, "flow-control", true, "share a busy capability fairly among tenants (and by priority within one): "+
 		"steps wait in AGENTBUS_QUEUE for a fair turn instead of queueing behind every earlier step; false dispatches every step at once")
-	cmd.Flags().Float64Var(&f.flowWindow, "flow-window", 0.5, "step requests that may wait for a busy capability's workers, per worker slot, "+
+	cmd.Flags().Float64Var(&f.flowWindow, "flow-window", 1, "step requests that may wait for a busy capability's workers, per worker slot, "+
 		"before new ones wait for admission: smaller is fairer to a tenant behind another's backlog, larger parks less work (cheaper)")
 	cmd.Flags().StringVar(&f.maxInFlight, "max-in-flight", "", "bound a tenant's steps of a capability waiting for or held by a worker at once, "+
 		"e.g. acme/search=4,beta/*=2 (* is every capability without its own); a step over it waits in its queue")
