@@ -154,6 +154,10 @@ func (c StreamsConfig) streams() []jetstream.StreamConfig {
 			MaxConsumers: MaxFollowers,
 		},
 		TimersStream(c.Replicas, c.Duplicates),
+		// Made at start with the others, not on first use: on a cluster,
+		// three nodes creating an R3 stream on their first request at once
+		// timed the requests out.
+		QueueStream(c.Replicas, c.Duplicates),
 		{
 			Name: subjects.StreamDeadLetter, Description: "agentbus steps that exhausted their deliveries",
 			Subjects: []string{subjects.AllDeadLetters}, Retention: jetstream.LimitsPolicy,
@@ -172,6 +176,8 @@ func (c StreamsConfig) buckets() []jetstream.KeyValueConfig {
 			Replicas: c.Replicas, LimitMarkerTTL: time.Minute},
 		LeasesBucket(c.Replicas),
 		SessionsBucket(c.Replicas, c.SessionTTL),
+		IdempotencyBucket(c.Replicas),
+		ConcurrencyBucket(c.Replicas),
 	}
 }
 
