@@ -56,3 +56,28 @@ func (o *Orchestrator) expire(ctx context.Context, tenant, wf string) error {
 	}
 	return err
 }
+
+// stopSteps tells workers to stop the running steps of a workflow that a
+// stored transition ended (failed or rejected while some ran): the cancel
+// record first, then the control message, both before the end is
+// published, so that a client resuming it at once clears a record already
+// written. The expiry does its own before its transition (expire). A
+// failure here leaves the steps to run out, as they would have.
+func (o *Orchestrator) stopSteps(ctx context.Context, cp *workflow.Checkpoint, eff workflow.Effects) {
+	if eff.StopSteps == "" || eff.Outcome == "" || eff.StopSteps == timeoutReason {
+		return
+	}
+	err := o.recordCancel(ctx, cp.TenantID, cp.WorkflowID, eff.StopSteps)
+	if err == nil {
+		subj, _ := subjects.Control(cp.TenantID, cp.WorkflowID)
+		var env events.Envelope
+		env, err = events.New(events.TypeControl, cp.TenantID+"/"+cp.WorkflowID+"/stop/"+string(eff.Outcome), events.SourceOrchestrator,
+			cp.TenantID, cp.WorkflowID, "", events.Control{Action: events.ActionCancel, Reason: eff.StopSteps})
+		if err == nil {
+			err = o.bus.Notify(subj, env)
+		}
+	}
+	if err != nil {
+		o.log.Warn("stopping the running steps of an ended workflow", "workflow", cp.WorkflowID, "err", err)
+	}
+}

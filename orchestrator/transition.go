@@ -261,6 +261,7 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 		o.cfg.Metrics.observe(ctx, cp, eff)
 		o.stored(cp, eff, spans)
 		started := o.freeSlot(ctx, cp, eff)
+		o.stopSteps(ctx, cp, eff)
 		err = o.flush(ctx, key, cp, rev)
 		o.admitted(eff)
 		o.startLater(cp, started)

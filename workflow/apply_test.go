@@ -60,7 +60,7 @@ var transitions = []struct {
 	{"input-required", workflow.KindMalformedReply, "failed [status status error]"},
 	{"input-required", workflow.KindCancel, "canceled [status cancelled]"},
 	{"input-required", workflow.KindApprove, "working [status step:B status]"},
-	{"input-required", workflow.KindReject, "rejected [status error]"},
+	{"input-required", workflow.KindReject, "rejected [status error] stop"},
 	{"input-required", workflow.KindResume, "illegal"},
 	{"input-required", workflow.KindDeadline, "failed [status error] stop"},
 	{"input-required", workflow.KindLost, "input-required [step:C status]"},

@@ -106,6 +106,7 @@ func (x *tx) decide(step, comment string, reject bool) error {
 	}
 	if reject && budget && len(decided) == 0 {
 		x.eff.Message = "rejected going on past the budget"
+		x.stopOthers("workflow rejected")
 		x.setStatus(events.StateRejected, PhaseDone, CauseApproval)
 		if err := x.emit(events.TypeStatus, "", events.Status{State: events.StateRejected, Message: "rejected: " + comment}); err != nil {
 			return err
@@ -117,6 +118,7 @@ func (x *tx) decide(step, comment string, reject bool) error {
 	}
 	if reject {
 		x.eff.Message = fmt.Sprintf("rejected %v", decided)
+		x.stopOthers("workflow rejected")
 		x.setStatus(events.StateRejected, PhaseDone, CauseApproval)
 		if err := x.emit(events.TypeStatus, "", events.Status{State: events.StateRejected, Message: "rejected: " + comment}); err != nil {
 			return err

@@ -17,7 +17,8 @@ type Effects struct {
 	// Dispatches are the step attempts among the Outbox's messages.
 	Dispatches []Dispatch
 	// StopSteps, when set, is why workers must stop the workflow's running
-	// steps (its deadline passed): a cancel record and a control message.
+	// steps (its deadline passed, or it failed or was rejected while some
+	// ran): a cancel record and a control message.
 	StopSteps string
 	// Transitions are the status changes, in order: the workflow's (no
 	// StepID) and its steps'.

@@ -123,6 +123,7 @@ func (x *tx) failed(r events.StepFailed) error {
 	if err := x.emit(events.TypeStatus, r.StepID, events.Status{State: events.StateFailed, StepID: r.StepID, Message: r.Error}); err != nil {
 		return err
 	}
+	x.stopOthers(fmt.Sprintf("workflow failed: step %s failed", r.StepID))
 	return x.fail(events.Error{Code: events.CodeStepFailed, StepID: r.StepID,
 		Message: fmt.Sprintf("step %q (%s) failed: %s", r.StepID, r.Capability, r.Error)}, CauseReply)
 }
@@ -325,4 +326,16 @@ func (x *tx) overBudget(waiting int) (bool, error) {
 	return true, x.emit(events.TypeStatus, "", events.Status{State: events.StateInputRequired,
 		Message: fmt.Sprintf("budget: %s; %d steps wait: approve (POST /v1/workflows/%s/approve) to go on without the bound, or reject to end it",
 			spent, waiting, cp.WorkflowID)})
+}
+
+// stopOthers asks for the workflow's steps still running to be stopped
+// (Effects.StopSteps) when it ends while some run: their work would be
+// thrown away. A resume clears the cancel record and runs them again.
+func (x *tx) stopOthers(reason string) {
+	for _, t := range x.cp.Tasks {
+		if t.Status == events.StateWorking {
+			x.eff.StopSteps = reason
+			return
+		}
+	}
 }
