@@ -21,9 +21,11 @@ import (
 //
 //	go test -run '^$' -bench NoisyNeighbour -benchtime 1x ./orchestrator
 //
-// NOISY (env) sets the backlog (default 5000).
+// NOISY (env) sets the backlog (default 5000), WORKERS the workers (default
+// 1; their 8 slots are shared among them), FLOW_WINDOW the window.
 func BenchmarkNoisyNeighbour(b *testing.B) {
-	backlog := envInt("NOISY", 5000)
+	backlog, workers := envInt("NOISY", 5000), envInt("WORKERS", 1)
+	window, _ := strconv.ParseFloat(os.Getenv("FLOW_WINDOW"), 64)
 	for _, off := range []bool{false, true} {
 		name := "flow-control"
 		if off {
@@ -31,7 +33,7 @@ func BenchmarkNoisyNeighbour(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				env := flowStack(b, 8, orchestrator.Config{FlowControlOff: off})
+				env := flowStackN(b, workers, 8/workers, orchestrator.Config{FlowControlOff: off, FlowWindow: window})
 				tl := watchCompletions(b, env)
 				alone := quietRun(b, env, tl, "alone")
 				for i := range backlog {

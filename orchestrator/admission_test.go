@@ -22,26 +22,39 @@ import (
 // flowStack is a server, one worker serving sleep with slots steps at once,
 // and an orchestrator configured by cfg.
 func flowStack(t testing.TB, slots int, cfg orchestrator.Config) *bustest.Env {
+	return flowStackN(t, 1, slots, cfg)
+}
+
+// flowStackN is flowStack with n workers of slots each, every one on a
+// connection of its own as separate processes would be.
+func flowStackN(t testing.TB, n, slots int, cfg orchestrator.Config) *bustest.Env {
 	t.Helper()
 	env := bustest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	log := bustest.Logger(t)
-	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{sleep.Agent{}}, Logger: log, Concurrency: slots})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
+	for i := range n {
+		b := env.Bus
+		if i > 0 {
+			b = connect(t, env)
+		}
+		w, err := agents.NewWorker(agents.WorkerConfig{Bus: b, Agents: []agents.Agent{sleep.Agent{}}, Logger: log, Concurrency: slots})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = w.Run(ctx) }()
 	}
 	cfg.Bus, cfg.Logger = env.Bus, log
 	o, err := orchestrator.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = w.Run(ctx) }()
+	wg.Add(1)
 	go func() { defer wg.Done(); _ = o.Run(ctx) }()
 	return env
 }
