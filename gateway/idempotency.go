@@ -77,11 +77,12 @@ func (g *Gateway) store(ctx context.Context, tenant, key, workflow string, sub e
 			if err != nil {
 				return false, err
 			}
+			// Only a checkpoint read says it exists. A read that fails (a
+			// bucket electing its leader) does not refuse the submission:
+			// its dedup key stores it once, and an orchestrator starts a
+			// workflow id once, so the 409 is a courtesy, never a guard.
 			_, err = g.checkpoints.Get(ctx, ck)
-			if errors.Is(err, bus.ErrNotFound) {
-				return false, nil
-			}
-			return err == nil, err
+			return err == nil, nil
 		},
 		Admit: func(ctx context.Context) (func(), error) { return g.quotas.admit(ctx, tenant) },
 	}
