@@ -69,7 +69,17 @@ func (s *KV) Claimed(ctx context.Context, key string) ([]byte, error) {
 // KV create: of concurrent claims exactly one stores), and returns nil;
 // otherwise it returns the value held, which it leaves as it is.
 func (s *KV) Claim(ctx context.Context, key string, value []byte) ([]byte, error) {
-	for range 3 {
+	// On a cluster a create can conflict with another's create the leader
+	// has not applied yet, which the read then does not find: try again,
+	// a little later each time, within ctx.
+	for attempt := range 8 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(5<<attempt) * time.Millisecond):
+			}
+		}
 		_, err := s.Create(ctx, key, value)
 		if err == nil {
 			return nil, nil
