@@ -104,6 +104,13 @@ func newAdmission(o *Orchestrator) *admission {
 // again (in the background: a dispatch never waits for it).
 const probeTTL = 20 * time.Millisecond
 
+// idleProbeTTL is probeTTL for a capability far from busy (nothing
+// queued, less than half its window ahead): reading its load 50 times a
+// second per orchestrator cost a one-step workflow a tenth of its speed,
+// and this orchestrator's own requests since the last reading are counted
+// meanwhile (reserved, recent), so a burst still parks in time.
+const idleProbeTTL = 250 * time.Millisecond
+
 // freed wakes the admission loop when a step finished while steps wait.
 func (f *admission) freed() {
 	if f != nil && f.waiting.Load() {
@@ -225,7 +232,11 @@ func (f *admission) busy(capability string, freed bool) bool {
 		f.mu.Lock()
 		p = f.probes[capability]
 	}
-	stale := time.Since(p.at) > probeTTL && !p.refreshing
+	ttl := probeTTL
+	if p.queued == 0 && 2*p.ahead() < f.window(p.load) {
+		ttl = idleProbeTTL
+	}
+	stale := time.Since(p.at) > ttl && !p.refreshing
 	if stale {
 		p.refreshing = true
 	}
