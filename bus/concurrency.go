@@ -2,8 +2,6 @@ package bus
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -25,22 +23,5 @@ func ConcurrencyBucket(replicas int) jetstream.KeyValueConfig {
 // Idempotency does), so that a deployment provisioned before it existed
 // gains it on the first submission with a concurrency key.
 func (b *Bus) Concurrency(ctx context.Context) (*KV, error) {
-	kv, err := b.js.KeyValue(ctx, subjects.BucketConcurrency)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		replicas, rerr := b.checkpointsReplicas(ctx)
-		if rerr != nil {
-			replicas = 1 // not provisioned at all: a test's bare server
-		}
-		_, err = retryElection(ctx, b.electionWait, func(ctx context.Context) (err error) {
-			kv, err = b.js.CreateKeyValue(ctx, ConcurrencyBucket(replicas))
-			if errors.Is(err, jetstream.ErrBucketExists) {
-				kv, err = b.js.KeyValue(ctx, subjects.BucketConcurrency)
-			}
-			return err
-		})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("bus: bucket %s: %w", subjects.BucketConcurrency, err)
-	}
-	return &KV{kv: kv, js: b.js, nc: b.nc, bucket: subjects.BucketConcurrency}, nil
+	return b.openLazily(ctx, subjects.BucketConcurrency, ConcurrencyBucket)
 }

@@ -31,24 +31,32 @@ func IdempotencyBucket(replicas int) jetstream.KeyValueConfig {
 // the first submission with a key. The bucket as it exists is used as it
 // is.
 func (b *Bus) Idempotency(ctx context.Context) (*KV, error) {
-	kv, err := b.js.KeyValue(ctx, subjects.BucketIdempotency)
+	return b.openLazily(ctx, subjects.BucketIdempotency, IdempotencyBucket)
+}
+
+// openLazily opens a bucket Provision makes, creating it with the
+// replicas of subjects.BucketCheckpoints (1 on a bare server) if a
+// deployment provisioned before it lacks it; the bucket as it exists is
+// used as it is.
+func (b *Bus) openLazily(ctx context.Context, bucket string, config func(replicas int) jetstream.KeyValueConfig) (*KV, error) {
+	kv, err := b.js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		replicas, rerr := b.checkpointsReplicas(ctx)
 		if rerr != nil {
 			replicas = 1 // not provisioned at all: a test's bare server
 		}
 		_, err = retryElection(ctx, b.electionWait, func(ctx context.Context) (err error) {
-			kv, err = b.js.CreateKeyValue(ctx, IdempotencyBucket(replicas))
+			kv, err = b.js.CreateKeyValue(ctx, config(replicas))
 			if errors.Is(err, jetstream.ErrBucketExists) {
-				kv, err = b.js.KeyValue(ctx, subjects.BucketIdempotency)
+				kv, err = b.js.KeyValue(ctx, bucket)
 			}
 			return err
 		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("bus: bucket %s: %w", subjects.BucketIdempotency, err)
+		return nil, fmt.Errorf("bus: bucket %s: %w", bucket, err)
 	}
-	return &KV{kv: kv, js: b.js, nc: b.nc, bucket: subjects.BucketIdempotency}, nil
+	return &KV{kv: kv, js: b.js, nc: b.nc, bucket: bucket, ops: b.ops}, nil
 }
 
 // Claimed returns the value key holds, or nil when it holds none; it reads
