@@ -309,7 +309,7 @@ func usageOf(s llm.Spent) *events.Usage {
 	if s.Calls == 0 {
 		return nil
 	}
-	return &events.Usage{PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens, Calls: s.Calls}
+	return &events.Usage{PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens, Calls: s.Calls, Models: s.Models}
 }
 
 // reply publishes a step's answer with the step attempt's dedup key: a step

@@ -178,6 +178,7 @@ func (c StreamsConfig) buckets() []jetstream.KeyValueConfig {
 		SessionsBucket(c.Replicas, c.SessionTTL),
 		IdempotencyBucket(c.Replicas),
 		ConcurrencyBucket(c.Replicas),
+		LimitsBucket(c.Replicas),
 	}
 }
 

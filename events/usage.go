@@ -9,14 +9,27 @@ type Usage struct {
 	CompletionTokens int64 `json:"completion_tokens,omitempty"`
 	// Calls counts the LLM calls.
 	Calls int64 `json:"calls,omitempty"`
+	// Models holds the tokens (prompt and completion) by model, as the
+	// calls named it: what tenants' token limits are taken from.
+	Models map[string]int64 `json:"models,omitempty"`
 }
 
 // Tokens is the prompt and completion tokens together.
 func (u Usage) Tokens() int64 { return u.PromptTokens + u.CompletionTokens }
 
-// Add returns u with v added.
+// Add returns u with v added; its Models is a new map, neither u's nor v's.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{PromptTokens: u.PromptTokens + v.PromptTokens, CompletionTokens: u.CompletionTokens + v.CompletionTokens, Calls: u.Calls + v.Calls}
+	out := Usage{PromptTokens: u.PromptTokens + v.PromptTokens, CompletionTokens: u.CompletionTokens + v.CompletionTokens, Calls: u.Calls + v.Calls}
+	if len(u.Models)+len(v.Models) > 0 {
+		out.Models = make(map[string]int64, len(u.Models)+len(v.Models))
+		for m, n := range u.Models {
+			out.Models[m] += n
+		}
+		for m, n := range v.Models {
+			out.Models[m] += n
+		}
+	}
+	return out
 }
 
 // Budget bounds what a workflow may spend on models: Tokens (prompt and

@@ -183,7 +183,7 @@ func (c *Chat) complete(ctx context.Context, system, user string, jsonMode bool)
 		endSpan(span, "", 0, 0, c.wrap(ctx, err))
 	} else {
 		endSpan(span, res.Model, res.Usage.PromptTokens, res.Usage.CompletionTokens, nil)
-		Meter(ctx, res.Usage.PromptTokens, res.Usage.CompletionTokens)
+		MeterModel(ctx, c.cfg.Model, res.Usage.PromptTokens, res.Usage.CompletionTokens)
 	}
 	if c.cfg.Observe != nil {
 		call := Call{Model: c.cfg.Model, Duration: time.Since(start)}

@@ -63,7 +63,7 @@ func (c *Chat) Stream(ctx context.Context, system, user string, delta func(strin
 		return nil
 	}()
 	endSpan(span, model, usage.PromptTokens, usage.CompletionTokens, err)
-	Meter(ctx, usage.PromptTokens, usage.CompletionTokens)
+	MeterModel(ctx, c.cfg.Model, usage.PromptTokens, usage.CompletionTokens)
 	if c.cfg.Observe != nil {
 		c.cfg.Observe(Call{Model: c.cfg.Model, Duration: time.Since(start), PromptTokens: usage.PromptTokens,
 			CompletionTokens: usage.CompletionTokens, Err: err})

@@ -2,12 +2,15 @@ package llm
 
 import (
 	"context"
+	"maps"
 	"sync"
 )
 
 // Spent is what a run's model calls reported: tokens and calls.
 type Spent struct {
 	PromptTokens, CompletionTokens, Calls int64
+	// Models holds the tokens by model, for the calls that named one.
+	Models map[string]int64
 }
 
 // meter sums what the model calls of one run spend.
@@ -26,14 +29,21 @@ func WithMeter(ctx context.Context) (context.Context, func() Spent) {
 	return context.WithValue(ctx, meterKey{}, m), func() Spent {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		return m.s
+		s := m.s
+		s.Models = maps.Clone(m.s.Models)
+		return s
 	}
 }
 
-// Meter records one model call's tokens in ctx's meter, if it has one:
-// Chat does for its calls; an agent that calls a model another way does
-// for its own. Safe for concurrent use.
-func Meter(ctx context.Context, prompt, completion int64) {
+// Meter records one model call's tokens in ctx's meter, if it has one,
+// without naming the model (MeterModel names it).
+func Meter(ctx context.Context, prompt, completion int64) { MeterModel(ctx, "", prompt, completion) }
+
+// MeterModel records one call of a model and its tokens in ctx's meter,
+// if it has one: Chat does for its calls; an agent that calls a model
+// another way does for its own, naming the model as its tenants' token
+// limits name it (--token-limit). Safe for concurrent use.
+func MeterModel(ctx context.Context, model string, prompt, completion int64) {
 	m, _ := ctx.Value(meterKey{}).(*meter)
 	if m == nil {
 		return
@@ -42,5 +52,11 @@ func Meter(ctx context.Context, prompt, completion int64) {
 	m.s.PromptTokens += prompt
 	m.s.CompletionTokens += completion
 	m.s.Calls++
+	if model != "" {
+		if m.s.Models == nil {
+			m.s.Models = map[string]int64{}
+		}
+		m.s.Models[model] += prompt + completion
+	}
 	m.mu.Unlock()
 }

@@ -34,7 +34,7 @@ func (o *Orchestrator) limit(tenant, capability string) (Limit, bool) {
 // capability: they then always wait for admission, busy or not.
 func (o *Orchestrator) limited(tenant, capability string) bool {
 	l, ok := o.limit(tenant, capability)
-	return ok && (l.MaxInFlight > 0 || l.PerSecond > 0)
+	return ok && (l.MaxInFlight > 0 || l.PerSecond > 0) || o.tokens.limited(tenant, capability)
 }
 
 // bucket is a token bucket: rate tokens a second, up to a tenth of a
@@ -63,16 +63,17 @@ func (b *bucket) take(rate float64, now time.Time) (bool, time.Time) {
 
 // check says whether a tenant may have one more step of a capability
 // admitted now, given how many it has in flight; if not, why and until
-// about when.
+// about when. The rate limit's token is taken last, so that a step held
+// back by another limit does not spend it.
 func (f *admission) check(tenant, capability string, inFlight uint64, now time.Time) (ok bool, why string, until time.Time) {
 	l, limited := f.o.limit(tenant, capability)
-	if !limited {
-		return true, "", now
-	}
-	if l.MaxInFlight > 0 && inFlight >= uint64(l.MaxInFlight) {
+	if limited && l.MaxInFlight > 0 && inFlight >= uint64(l.MaxInFlight) {
 		return false, fmt.Sprintf("tenant %s has %d steps of %s in flight, its limit", tenant, inFlight, capability), now.Add(time.Second)
 	}
-	if l.PerSecond > 0 {
+	if ok, why, until := f.o.tokens.check(tenant, capability, now); !ok {
+		return false, why, until
+	}
+	if limited && l.PerSecond > 0 {
 		f.mu.Lock()
 		b := f.buckets[tenant+"/"+capability]
 		if b == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -111,6 +112,9 @@ type Config struct {
 	// Limits bound tenants' use of capabilities, by LimitKey (flow
 	// control, limits.go).
 	Limits map[string]Limit
+	// TokenLimits bound what tenants' steps spend on models, by
+	// TokenLimitKey (flow control, tokens.go).
+	TokenLimits map[string]TokenLimit
 	// FlowControlOff dispatches every ready step at once, as before flow
 	// control: a tenant's backlog then delays every other tenant behind it.
 	FlowControlOff bool
@@ -190,6 +194,11 @@ func (c Config) Validate() error {
 	if c.StepHold < 0 || c.SubmitBound < 0 {
 		errs = append(errs, fmt.Errorf("orchestrator: step hold %s and submit bound %s must not be negative", c.StepHold, c.SubmitBound))
 	}
+	for k, l := range c.TokenLimits {
+		if l.PerMinute <= 0 || l.Burst < 0 || math.IsInf(l.PerMinute+l.Burst, 0) || math.IsNaN(l.PerMinute+l.Burst) {
+			errs = append(errs, fmt.Errorf("orchestrator: token limit %s: %g a minute, burst %g: must be positive", k, l.PerMinute, l.Burst))
+		}
+	}
 	if c.StepLease > 0 && (c.ScanInterval <= 0 || c.ScanBudget < 1) {
 		errs = append(errs, fmt.Errorf("orchestrator: scan interval %s and budget %d must be positive", c.ScanInterval, c.ScanBudget))
 	}
@@ -211,9 +220,11 @@ type Orchestrator struct {
 	controls    *bus.KV
 	leases      *bus.KV
 	admission   *admission // nil when flow control is off
-	scan        *scanner
-	tracer      trace.Tracer
-	sessions    *sessions.Store
+	// tokens is the tenants' token limits, nil without any.
+	tokens   *tokenLimits
+	scan     *scanner
+	tracer   trace.Tracer
+	sessions *sessions.Store
 	concState
 	// background runs work that no transition waits for (a session's
 	// summary by a model); Run cancels backgroundCtx and waits for it.
@@ -278,7 +289,8 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		leases: leases, sessions: cfg.Sessions}
 	if !cfg.FlowControlOff {
 		o.admission = newAdmission(o)
-	} else if len(cfg.Limits) > 0 {
+		o.tokens = newTokenLimits(o)
+	} else if len(cfg.Limits)+len(cfg.TokenLimits) > 0 {
 		return nil, fmt.Errorf("orchestrator: limits need flow control, which is off")
 	}
 	o.backgroundCtx, o.cancelBackground = context.WithCancel(context.WithoutCancel(ctx))
@@ -325,6 +337,10 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	if o.admission != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); o.admission.run(ctx) }()
+	}
+	if o.tokens != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); o.tokens.watch(ctx) }()
 	}
 	wg.Wait()
 	o.cancelBackground()

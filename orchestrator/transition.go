@@ -259,6 +259,7 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 			return applied{}, err
 		}
 		o.cfg.Metrics.observe(ctx, cp, eff)
+		o.tokens.spent(cp.TenantID, eff)
 		o.stored(cp, eff, spans)
 		started := o.freeSlot(ctx, cp, eff)
 		o.stopSteps(ctx, cp, eff)

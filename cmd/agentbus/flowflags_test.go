@@ -49,3 +49,41 @@ func TestFlowFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestTokenLimitFlag(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		off   bool
+		want  string // a fragment of the error, or "" for none
+	}{
+		{value: "acme/gpt-4o-mini=60000,beta/*=20000:5000,acme/meta-llama/Llama-3.1-8B=1000"},
+		{value: "acme=60000", want: "tenant/model=tokens"},
+		{value: "acme/=60000", want: "tenant/model=tokens"},
+		{value: "Acme/m=1", want: "tenant"},
+		{value: "acme/m=0", want: "positive number of tokens a minute"},
+		{value: "acme/m=lots", want: "positive number of tokens a minute"},
+		{value: "acme/m=10:-1", want: "burst"},
+		{value: "acme/m=1,acme/m=2", want: "names acme/m twice"},
+		{value: "acme/m=1", off: true, want: "needs --flow-control"},
+	} {
+		f := planFlags{tokenLimit: c.value, flowControl: !c.off}
+		limits, err := f.tokenLimits()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v", c.value, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: error %v, want one saying %q", c.value, err, c.want)
+		}
+		if c.want == "" {
+			for k, want := range map[string]orchestrator.TokenLimit{
+				"acme/gpt-4o-mini":             {PerMinute: 60000},
+				"beta/*":                       {PerMinute: 20000, Burst: 5000},
+				"acme/meta-llama/Llama-3.1-8B": {PerMinute: 1000},
+			} {
+				if got := limits[k]; got != want {
+					t.Errorf("%s: %+v, want %+v", k, got, want)
+				}
+			}
+		}
+	}
+}

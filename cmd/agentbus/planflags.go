@@ -38,6 +38,7 @@ type planFlags struct {
 	// maxInFlight and rateLimit are per tenant/capability limits
 	// (orchestrator.Config.Limits).
 	maxInFlight, rateLimit string
+	tokenLimit             string
 	// flags are the command's flags, to read --ack-wait from when the
 	// command runs workers too (serve).
 	flags *pflag.FlagSet
@@ -70,6 +71,9 @@ func (f *planFlags) register(cmd *cobra.Command) {
 		"e.g. acme/search=4,beta/*=2 (* is every capability without its own); a step over it waits in its queue")
 	cmd.Flags().StringVar(&f.rateLimit, "rate-limit", "", "bound a tenant's steps of a capability admitted a second, e.g. acme/search=10,beta/*=2.5; "+
 		"a step over it waits in its queue with a progress event saying until when")
+	cmd.Flags().StringVar(&f.tokenLimit, "token-limit", "", "bound the tokens a tenant's steps spend on a model a minute, e.g. "+
+		"acme/gpt-4o-mini=60000,beta/*=20000 (* is every model without its own; TOKENS:BURST sets the bucket's size, default a minute's worth); "+
+		"agents report what they spend by model, and a step of a capability that spends on a model waits in its queue while its tenant's bucket is empty")
 	f.flags = cmd.Flags()
 	// Checked before the command connects or starts anything.
 	checkBeforeRun(cmd, func() error {
@@ -80,6 +84,9 @@ func (f *planFlags) register(cmd *cobra.Command) {
 			return err
 		}
 		if _, err := f.limits(); err != nil {
+			return err
+		}
+		if _, err := f.tokenLimits(); err != nil {
 			return err
 		}
 		if f.flowWindow <= 0 || f.flowWindow > 64 {
@@ -144,7 +151,11 @@ func (f *planFlags) config(b *bus.Bus, log *slog.Logger) (orchestrator.Config, e
 	if err != nil {
 		return orchestrator.Config{}, err
 	}
-	cfg := orchestrator.Config{Bus: b, Logger: log, StepLease: lease, StepHold: f.stepHold, SubmitBound: f.submitBound,
+	tokenLimits, err := f.tokenLimits()
+	if err != nil {
+		return orchestrator.Config{}, err
+	}
+	cfg := orchestrator.Config{TokenLimits: tokenLimits, Bus: b, Logger: log, StepLease: lease, StepHold: f.stepHold, SubmitBound: f.submitBound,
 		Metrics: f.metrics.orchestratorMetrics(), TenantWeights: weights, FlowControlOff: !f.flowControl, Limits: limits, FlowWindow: f.flowWindow}
 	cfg.TracerProvider = f.tracer
 	if f.llmURL == "" {
@@ -248,6 +259,53 @@ func (f *planFlags) limits() (map[string]orchestrator.Limit, error) {
 	}
 	if len(out) == 0 {
 		return nil, nil
+	}
+	return out, nil
+}
+
+// tokenLimits reads --token-limit: "tenant/model=tokens[:burst]" pairs
+// separated by commas (model * for every model without its own; a model
+// name may itself hold a slash: the tenant ends at the first).
+func (f *planFlags) tokenLimits() (map[string]orchestrator.TokenLimit, error) {
+	if strings.TrimSpace(f.tokenLimit) == "" {
+		return nil, nil
+	}
+	bad := func(pair, why string) error {
+		return &exitError{code: exitUsage, msg: fmt.Sprintf("--token-limit: %q: %s", pair, why)}
+	}
+	number := func(s string) (float64, bool) {
+		v, err := strconv.ParseFloat(s, 64)
+		return v, err == nil && v > 0 && !math.IsInf(v, 0)
+	}
+	out := map[string]orchestrator.TokenLimit{}
+	for _, pair := range strings.Split(f.tokenLimit, ",") {
+		pair = strings.TrimSpace(pair)
+		key, val, ok := strings.Cut(pair, "=")
+		tenant, model, ok2 := strings.Cut(key, "/")
+		if !ok || !ok2 || model == "" {
+			return nil, bad(pair, "is not tenant/model=tokens")
+		}
+		if err := subjects.ValidTenant(tenant); err != nil {
+			return nil, bad(pair, err.Error())
+		}
+		perMinute, burst, hasBurst := strings.Cut(val, ":")
+		var l orchestrator.TokenLimit
+		if l.PerMinute, ok = number(perMinute); !ok {
+			return nil, bad(pair, fmt.Sprintf("%q is not a positive number of tokens a minute", perMinute))
+		}
+		if hasBurst {
+			if l.Burst, ok = number(burst); !ok {
+				return nil, bad(pair, fmt.Sprintf("burst %q is not a positive number of tokens", burst))
+			}
+		}
+		k := orchestrator.TokenLimitKey(tenant, model)
+		if _, dup := out[k]; dup {
+			return nil, bad(pair, "names "+k+" twice")
+		}
+		out[k] = l
+	}
+	if !f.flowControl {
+		return nil, &exitError{code: exitUsage, msg: "--token-limit needs --flow-control"}
 	}
 	return out, nil
 }

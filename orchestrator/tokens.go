@@ -1,0 +1,289 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/subjects"
+	"github.com/agentbus/agentbus/workflow"
+)
+
+// Token limits: a model provider's tokens-per-minute limit is shared by
+// every tenant, so a tenant may be bounded in what its steps spend on a
+// model (Config.TokenLimits). Each limit is a token bucket in
+// AGENTBUS_LIMITS that every orchestrator shares: the orchestrator that
+// records a reply takes what the step spent (its usage names the model,
+// llm.MeterModel) from its tenant's bucket with compare-and-set, and
+// notes the step's capability as one that spends on that model. Every
+// orchestrator watches the bucket, so all of them know each tenant's
+// balance and which capabilities spend on which model. A tenant's steps
+// of such a capability then pass the admission (admission.go), which
+// admits one while the bucket holds a token and otherwise leaves it
+// waiting in its queue, with a progress event saying until about when
+// (the time the bucket takes to refill to one token). What a step will
+// spend is not known before it runs, so the steps in flight may overdraw
+// the bucket; the next ones then wait until the debt is paid back, and
+// the rate over time is the limit.
+
+// TokenLimit bounds what one tenant's steps spend on one model: PerMinute
+// tokens (prompt and completion) a minute, from a bucket holding at most
+// Burst tokens (default PerMinute: a minute's worth, as a provider's
+// per-minute limit allows).
+type TokenLimit struct {
+	PerMinute float64
+	Burst     float64
+}
+
+// TokenLimitKey is the key of Config.TokenLimits for a tenant's limit on
+// a model: "<tenant>/<model>", or "<tenant>/*" for every model of the
+// tenant that has none of its own.
+func TokenLimitKey(tenant, model string) string { return tenant + "/" + model }
+
+// tokenState is one tenant's bucket for one model, as stored.
+type tokenState struct {
+	Tenant string `json:"tenant"`
+	Model  string `json:"model"`
+	// Balance is the tokens in the bucket At (negative: in debt).
+	Balance float64   `json:"balance"`
+	At      time.Time `json:"at"`
+	// Capabilities spend on the model: their steps' replies said so.
+	Capabilities []string `json:"capabilities"`
+}
+
+// balance is the bucket's tokens at now under limit l.
+func (s *tokenState) balance(l TokenLimit, now time.Time) float64 {
+	return math.Min(l.burst(), s.Balance+now.Sub(s.At).Seconds()*l.PerMinute/60)
+}
+
+func (l TokenLimit) burst() float64 {
+	if l.Burst > 0 {
+		return l.Burst
+	}
+	return l.PerMinute
+}
+
+// tokenLimits is an orchestrator's view of the token buckets.
+type tokenLimits struct {
+	o *Orchestrator
+
+	mu    sync.Mutex
+	kv    *bus.KV
+	state map[string]*tokenState // by tenant/model
+	// spends is capability → models its steps spend on.
+	spends map[string]map[string]bool
+}
+
+func newTokenLimits(o *Orchestrator) *tokenLimits {
+	if len(o.cfg.TokenLimits) == 0 {
+		return nil
+	}
+	return &tokenLimits{o: o, state: map[string]*tokenState{}, spends: map[string]map[string]bool{}}
+}
+
+// limit returns a tenant's limit on a model.
+func (t *tokenLimits) limit(tenant, model string) (TokenLimit, bool) {
+	if l, ok := t.o.cfg.TokenLimits[TokenLimitKey(tenant, model)]; ok {
+		return l, true
+	}
+	l, ok := t.o.cfg.TokenLimits[TokenLimitKey(tenant, "*")]
+	return l, ok
+}
+
+// limited reports whether a tenant's steps of a capability spend on a
+// model the tenant is limited on.
+func (t *tokenLimits) limited(tenant, capability string) bool {
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for m := range t.spends[capability] {
+		if _, ok := t.limit(tenant, m); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// check says whether a tenant may have one more step of a capability
+// admitted now: every bucket of a model the capability spends on must
+// hold a token. If not, why and until about when.
+func (t *tokenLimits) check(tenant, capability string, now time.Time) (bool, string, time.Time) {
+	if t == nil {
+		return true, "", now
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	models := make([]string, 0, len(t.spends[capability]))
+	for m := range t.spends[capability] {
+		models = append(models, m)
+	}
+	slices.Sort(models)
+	for _, m := range models {
+		l, ok := t.limit(tenant, m)
+		s := t.state[TokenLimitKey(tenant, m)]
+		if !ok || s == nil {
+			continue
+		}
+		if b := s.balance(l, now); b < 1 {
+			wait := time.Duration((1 - b) / (l.PerMinute / 60) * float64(time.Second))
+			return false, fmt.Sprintf("tenant %s's token limit on %s is %g tokens a minute (%.0f owed)", tenant, m, l.PerMinute, -b), now.Add(wait)
+		}
+	}
+	return true, "", now
+}
+
+// spent takes what a stored transition's replies spent from their
+// tenant's buckets, in the background: the reply is recorded whatever
+// happens to the count, and a count lost to a crash only lets the tenant
+// spend that much more.
+func (t *tokenLimits) spent(tenant string, eff workflow.Effects) {
+	if t == nil || len(eff.Usage.Models) == 0 {
+		return
+	}
+	var caps []string
+	for _, tr := range eff.Transitions {
+		if tr.StepID != "" && tr.Cause == workflow.CauseReply && tr.Capability != "" && !slices.Contains(caps, tr.Capability) {
+			caps = append(caps, tr.Capability)
+		}
+	}
+	usage, ctx := eff.Usage, t.o.backgroundCtx
+	t.o.background.Add(1)
+	go func() {
+		defer t.o.background.Done()
+		for m, n := range usage.Models {
+			if _, ok := t.limit(tenant, m); !ok {
+				continue
+			}
+			if err := t.take(ctx, tenant, m, float64(n), caps); err != nil && ctx.Err() == nil {
+				t.o.log.Warn("token limit: spent tokens not counted", "tenant", tenant, "model", m, "tokens", n, "err", err)
+			}
+		}
+	}()
+}
+
+// take takes n tokens from a tenant's bucket for a model with
+// compare-and-set, and notes caps as spending on it.
+func (t *tokenLimits) take(ctx context.Context, tenant, model string, n float64, caps []string) error {
+	kv, err := t.bucket(ctx)
+	if err != nil {
+		return err
+	}
+	key, err := subjects.TokenBucketKey(tenant, model)
+	if err != nil {
+		return err
+	}
+	l, _ := t.limit(tenant, model)
+	get := kv.Get
+	for range maxConflicts {
+		now := time.Now()
+		s := tokenState{Tenant: tenant, Model: model, Balance: l.burst(), At: now}
+		var rev uint64
+		e, err := get(ctx, key)
+		switch {
+		case isNotFound(err):
+		case err != nil:
+			return err
+		default:
+			rev = e.Revision
+			if err := json.Unmarshal(e.Value, &s); err != nil {
+				return fmt.Errorf("orchestrator: token bucket %s: %w", key, err)
+			}
+		}
+		s.Balance, s.At = s.balance(l, now)-n, now
+		for _, c := range caps {
+			if !slices.Contains(s.Capabilities, c) {
+				s.Capabilities = append(s.Capabilities, c)
+			}
+		}
+		b, _ := json.Marshal(s)
+		if rev == 0 {
+			_, err = kv.Create(ctx, key, b)
+		} else {
+			_, err = kv.Update(ctx, key, b, rev)
+		}
+		if errors.Is(err, bus.ErrConflict) {
+			get = kv.GetCurrent
+			continue
+		}
+		if err == nil {
+			t.learn(&s)
+		}
+		return err
+	}
+	return fmt.Errorf("orchestrator: token bucket %s: %w after %d attempts", key, bus.ErrConflict, maxConflicts)
+}
+
+// learn installs a bucket's state, read or written.
+func (t *tokenLimits) learn(s *tokenState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := TokenLimitKey(s.Tenant, s.Model)
+	if old := t.state[k]; old != nil && old.At.After(s.At) {
+		return
+	}
+	t.state[k] = s
+	for _, c := range s.Capabilities {
+		if t.spends[c] == nil {
+			t.spends[c] = map[string]bool{}
+		}
+		t.spends[c][s.Model] = true
+	}
+}
+
+// bucket opens AGENTBUS_LIMITS once.
+func (t *tokenLimits) bucket(ctx context.Context) (*bus.KV, error) {
+	t.mu.Lock()
+	kv := t.kv
+	t.mu.Unlock()
+	if kv != nil {
+		return kv, nil
+	}
+	kv, err := t.o.bus.Limits(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.kv = kv
+	t.mu.Unlock()
+	return kv, nil
+}
+
+// watch follows the buckets every orchestrator writes until ctx ends,
+// watching again when a watch ends on its own.
+func (t *tokenLimits) watch(ctx context.Context) {
+	if t == nil {
+		return
+	}
+	for ctx.Err() == nil {
+		kv, err := t.bucket(ctx)
+		var done <-chan struct{}
+		if err == nil {
+			done, err = kv.WatchDone(ctx, func(e bus.Entry, deleted bool) {
+				var s tokenState
+				if deleted || json.Unmarshal(e.Value, &s) != nil || s.Tenant == "" || s.Model == "" {
+					return
+				}
+				t.learn(&s)
+			})
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				t.o.log.Debug("token limits: watch", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		<-done
+	}
+}
