@@ -45,6 +45,9 @@ type Token struct {
 	Role   Role   `json:"role"`
 	// User, if set, is a subject token (like a tenant id).
 	User string `json:"user,omitempty"`
+	// Weight, if set, is the tenant's share of a busy capability (flow
+	// control): the orchestrator reads it from the table (TenantWeights).
+	Weight int `json:"weight,omitempty"`
 }
 
 // String describes the grant without the secret.
@@ -100,12 +103,13 @@ func ParseTokens(data []byte) ([]Token, error) {
 			Tenant string `json:"tenant"`
 			Role   Role   `json:"role"`
 			User   string `json:"user"`
+			Weight int    `json:"weight"`
 		}
 		if err := json.Unmarshal(data, &m); err != nil {
 			return nil, fmt.Errorf("gateway: token table: %w", err)
 		}
 		for tok, g := range m {
-			out = append(out, Token{Token: tok, Tenant: g.Tenant, Role: g.Role, User: g.User})
+			out = append(out, Token{Token: tok, Tenant: g.Tenant, Role: g.Role, User: g.User, Weight: g.Weight})
 		}
 		// Map order is random; sort so that errors and logs are stable.
 		sort.Slice(out, func(i, j int) bool { return out[i].Token < out[j].Token })
@@ -120,7 +124,9 @@ func ParseTokens(data []byte) ([]Token, error) {
 			where = append(where, fmt.Sprintf("/%d/token", i))
 		}
 	}
-	if problems := checkSecrets(out, where); len(problems) > 0 {
+	problems := checkSecrets(out, where)
+	problems = append(problems, checkWeights(out, where)...)
+	if len(problems) > 0 {
 		return nil, fmt.Errorf("gateway: token table: %w", &schemas.ValidationError{Schema: schemas.Tokens, Problems: problems})
 	}
 	return out, nil
@@ -207,4 +213,50 @@ func redactTokenPointer(p string) string {
 
 func escapeRefToken(t string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
+}
+
+// checkWeights reports a tenant whose tokens name different weights.
+// where[i] names tokens[i].
+func checkWeights(tokens []Token, where []string) []schemas.Problem {
+	var out []schemas.Problem
+	first := map[string]int{} // tenant → index of its first token with a weight
+	for i, t := range tokens {
+		if t.Weight == 0 {
+			continue
+		}
+		j, ok := first[t.Tenant]
+		if !ok {
+			first[t.Tenant] = i
+			continue
+		}
+		if tokens[j].Weight != t.Weight {
+			out = append(out, schemas.Problem{Pointer: weightPointer(where[i]),
+				Message: fmt.Sprintf("tenant %s has weight %d here and %d at %s", t.Tenant, t.Weight, tokens[j].Weight, weightPointer(where[j]))})
+		}
+	}
+	return out
+}
+
+// weightPointer is the pointer of a token's weight, from the pointer
+// where names the token by ("/0/token", or "/<redacted token>").
+func weightPointer(where string) string {
+	if p, ok := strings.CutSuffix(where, "/token"); ok {
+		return p + "/weight"
+	}
+	return where + "/weight"
+}
+
+// TenantWeights returns the tenants' weights the table names (ParseTokens
+// checked that a tenant's tokens agree).
+func TenantWeights(tokens []Token) map[string]int {
+	var out map[string]int
+	for _, t := range tokens {
+		if t.Weight > 0 {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[t.Tenant] = t.Weight
+		}
+	}
+	return out
 }

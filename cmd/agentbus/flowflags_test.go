@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -84,6 +85,45 @@ func TestTokenLimitFlag(t *testing.T) {
 					t.Errorf("%s: %+v, want %+v", k, got, want)
 				}
 			}
+		}
+	}
+}
+
+// TestWeightsFromTokenTable: the token table's "weight" gives tenants
+// their share, --tenant-weights overrides it, and a tenant whose tokens
+// disagree is refused with the pointers of both.
+func TestWeightsFromTokenTable(t *testing.T) {
+	const list = `[{"token":"acme-client-token-0001","tenant":"acme","role":"client","weight":3},
+		{"token":"acme-admin-token-00002","tenant":"acme","role":"admin"},
+		{"token":"beta-client-token-0003","tenant":"beta","role":"client","weight":2}]`
+	var tv tokensValue
+	if err := tv.Set(list); err != nil || tv.err != nil {
+		t.Fatal(err, tv.err)
+	}
+	f := planFlags{tokens: &tv, tenantWeights: "beta=5,gamma=2"}
+	got, err := f.weights()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{"acme": 3, "beta": 5, "gamma": 2}; !maps.Equal(got, want) {
+		t.Errorf("weights %v, want %v", got, want)
+	}
+	const object = `{"acme-client-token-0001":{"tenant":"acme","role":"client","weight":4}}`
+	if err := tv.Set(object); err != nil || tv.err != nil {
+		t.Fatal(err, tv.err)
+	}
+	if got, _ := (&planFlags{tokens: &tv}).weights(); got["acme"] != 4 {
+		t.Errorf("object form: weights %v, want acme 4", got)
+	}
+	for table, want := range map[string]string{
+		`[{"token":"acme-client-token-0001","tenant":"acme","role":"client","weight":3},
+		  {"token":"acme-admin-token-00002","tenant":"acme","role":"admin","weight":2}]`: "/1/weight: tenant acme has weight 2 here and 3 at /0/weight",
+		`[{"token":"acme-client-token-0001","tenant":"acme","role":"client","weight":0}]`:    "/0/weight",
+		`[{"token":"acme-client-token-0001","tenant":"acme","role":"client","weight":1001}]`: "/0/weight",
+	} {
+		_ = tv.Set(table)
+		if tv.err == nil || !strings.Contains(tv.err.Error(), want) {
+			t.Errorf("%s: error %v, want one saying %q", table, tv.err, want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/gateway"
 	"github.com/agentbus/agentbus/llm"
 	"github.com/agentbus/agentbus/orchestrator"
 	"github.com/agentbus/agentbus/sessions"
@@ -39,6 +41,9 @@ type planFlags struct {
 	// (orchestrator.Config.Limits).
 	maxInFlight, rateLimit string
 	tokenLimit             string
+	// tokens is the token table whose tenants' weights --tenant-weights
+	// adds to (serve's --tokens, or the orchestrator's own).
+	tokens *tokensValue
 	// flags are the command's flags, to read --ack-wait from when the
 	// command runs workers too (serve).
 	flags *pflag.FlagSet
@@ -80,7 +85,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 		if _, err := f.lease(); err != nil {
 			return err
 		}
-		if _, err := parseWeights(f.tenantWeights); err != nil {
+		if _, err := f.weights(); err != nil {
 			return err
 		}
 		if _, err := f.limits(); err != nil {
@@ -143,7 +148,7 @@ func (f *planFlags) config(b *bus.Bus, log *slog.Logger) (orchestrator.Config, e
 	if err != nil {
 		return orchestrator.Config{}, err
 	}
-	weights, err := parseWeights(f.tenantWeights)
+	weights, err := f.weights()
 	if err != nil {
 		return orchestrator.Config{}, err
 	}
@@ -175,6 +180,38 @@ func (f *planFlags) config(b *bus.Bus, log *slog.Logger) (orchestrator.Config, e
 		return cfg, err
 	}
 	return cfg, nil
+}
+
+// weights are the tenants' weights: the token table's ("weight" in a
+// tenant's tokens), each overridden by --tenant-weights.
+func (f *planFlags) weights() (map[string]int, error) {
+	flagged, err := parseWeights(f.tenantWeights)
+	if err != nil {
+		return nil, err
+	}
+	if f.tokens == nil || f.tokens.err != nil {
+		return flagged, nil
+	}
+	out := gateway.TenantWeights(f.tokens.tokens)
+	if out == nil {
+		return flagged, nil
+	}
+	maps.Copy(out, flagged)
+	return out, nil
+}
+
+// registerTokens adds --tokens to a command that reads the token table
+// only for the tenants' weights (orchestrator).
+func (f *planFlags) registerTokens(cmd *cobra.Command) {
+	f.tokens = &tokensValue{}
+	cmd.Flags().Var(f.tokens, "tokens", `the gateway's token table (a JSON file, or the JSON itself through AGENTBUS_TOKENS): `+
+		`the orchestrator reads the tenants' weights ("weight") from it; --tenant-weights overrides them`)
+	checkBeforeRun(cmd, func() error {
+		if f.tokens.err != nil {
+			return &exitError{code: exitUsage, msg: f.tokens.err.Error()}
+		}
+		return nil
+	})
 }
 
 // maxWeight bounds a tenant's weight: beyond it a share is all but the

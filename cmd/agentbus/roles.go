@@ -107,6 +107,7 @@ func newOrchestrator() *cobra.Command {
 	}
 	f.register(cmd)
 	pf.register(cmd)
+	pf.registerTokens(cmd)
 	mf.register(cmd)
 	of.register(cmd)
 	ef.register(cmd)

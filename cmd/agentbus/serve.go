@@ -65,6 +65,7 @@ func newServe() *cobra.Command {
 	f.cluster.register(cmd)
 	f.worker.register(cmd)
 	f.plan.register(cmd)
+	f.plan.tokens = &f.auth.tokens
 	f.auth.register(cmd)
 	f.quotas.register(cmd)
 	f.ws.register(cmd)
