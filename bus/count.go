@@ -30,3 +30,31 @@ func (b *Bus) Stored(ctx context.Context, stream, filter string) (uint64, error)
 	}
 	return n, nil
 }
+
+// StoredHeader returns one header's value from each message stream holds
+// on the subject subj (no wildcards), at most max of them, oldest first;
+// it reads them one by one, so it is for subjects that hold few (a work
+// queue's backlog). A stream that does not exist is ErrNotFound.
+func (b *Bus) StoredHeader(ctx context.Context, stream, subj, header string, max int) ([]string, error) {
+	n, err := b.Stored(ctx, stream, subj)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	s, err := b.js.Stream(ctx, stream)
+	if err != nil {
+		return nil, fmt.Errorf("bus: stream %s: %w", stream, err)
+	}
+	var out []string
+	for seq := uint64(1); len(out) < min(int(n), max); {
+		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break // taken meanwhile: what is left is all there is
+		}
+		if err != nil {
+			return out, fmt.Errorf("bus: stream %s: %w", stream, err)
+		}
+		out = append(out, m.Header.Get(header))
+		seq = m.Sequence + 1
+	}
+	return out, nil
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -310,10 +311,12 @@ func (q *quotas) running(ctx context.Context, tenant string) (int64, error) {
 		return 0, fmt.Errorf("gateway: count running workflows: %w", err)
 	}
 	var n int64
+	created := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		var cp struct {
 			Status events.State `json:"status"`
 		}
+		created[strings.TrimPrefix(e.Key, tenant+".")] = true
 		if json.Unmarshal(e.Value, &cp) == nil && !cp.Status.Terminal() {
 			n++
 		}
@@ -322,12 +325,23 @@ func (q *quotas) running(ctx context.Context, tenant string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	stored, err := q.stored(ctx, subjects.StreamWorkflows, subj)
-	if err != nil {
+	// A submission stays stored until its orchestrator has created the
+	// workflow's checkpoint: one whose checkpoint exists is counted once.
+	ids, err := q.bus.StoredHeader(ctx, subjects.StreamWorkflows, subj, events.HeaderWorkflow, maxCountedSubmissions)
+	if err != nil && !errors.Is(err, bus.ErrNotFound) {
 		return 0, fmt.Errorf("gateway: count running workflows: %w", err)
 	}
-	return n + stored, nil
+	for _, id := range ids {
+		if !created[id] {
+			n++
+		}
+	}
+	return n, nil
 }
+
+// maxCountedSubmissions bounds the stored submissions a running count
+// reads: a backlog past it is a quota exceeded many times over anyway.
+const maxCountedSubmissions = 10_000
 
 // queuedSteps counts tenant's step requests stored and not yet done.
 func (q *quotas) queuedSteps(ctx context.Context, tenant string) (int64, error) {

@@ -55,6 +55,9 @@ type tokenState struct {
 	At      time.Time `json:"at"`
 	// Capabilities spend on the model: their steps' replies said so.
 	Capabilities []string `json:"capabilities"`
+	// PerStep is what a step of each capability spent lately (a moving
+	// average): the admission expects as much of a step it admits.
+	PerStep map[string]float64 `json:"per_step,omitempty"`
 }
 
 // balance is the bucket's tokens at now under limit l.
@@ -78,13 +81,20 @@ type tokenLimits struct {
 	state map[string]*tokenState // by tenant/model
 	// spends is capability → models its steps spend on.
 	spends map[string]map[string]bool
+	// per is what a step of a capability spent on a model lately
+	// (capability/model → tokens, a moving average), and held what the
+	// steps admitted since the bucket was last stored are expected to
+	// spend (tenant/model → tokens): the admission counts it against the
+	// bucket, so that one round does not admit more than the bucket holds.
+	// The next stored bucket is the truth again.
+	per, held map[string]float64
 }
 
 func newTokenLimits(o *Orchestrator) *tokenLimits {
 	if len(o.cfg.TokenLimits) == 0 {
 		return nil
 	}
-	return &tokenLimits{o: o, state: map[string]*tokenState{}, spends: map[string]map[string]bool{}}
+	return &tokenLimits{o: o, state: map[string]*tokenState{}, spends: map[string]map[string]bool{}, per: map[string]float64{}, held: map[string]float64{}}
 }
 
 // limit returns a tenant's limit on a model.
@@ -132,9 +142,14 @@ func (t *tokenLimits) check(tenant, capability string, now time.Time) (bool, str
 		if !ok || s == nil {
 			continue
 		}
-		if b := s.balance(l, now); b < 1 {
+		if b := s.balance(l, now) - t.held[TokenLimitKey(tenant, m)]; b < 1 {
 			wait := time.Duration((1 - b) / (l.PerMinute / 60) * float64(time.Second))
 			return false, fmt.Sprintf("tenant %s's token limit on %s is %g tokens a minute (%.0f owed)", tenant, m, l.PerMinute, -b), now.Add(wait)
+		}
+	}
+	for _, m := range models {
+		if _, ok := t.limit(tenant, m); ok {
+			t.held[TokenLimitKey(tenant, m)] += t.per[capability+"/"+m]
 		}
 	}
 	return true, "", now
@@ -198,9 +213,17 @@ func (t *tokenLimits) take(ctx context.Context, tenant, model string, n float64,
 			}
 		}
 		s.Balance, s.At = s.balance(l, now)-n, now
+		if s.PerStep == nil {
+			s.PerStep = map[string]float64{}
+		}
 		for _, c := range caps {
 			if !slices.Contains(s.Capabilities, c) {
 				s.Capabilities = append(s.Capabilities, c)
+			}
+			if old, ok := s.PerStep[c]; ok {
+				s.PerStep[c] = 0.8*old + 0.2*n/float64(len(caps))
+			} else {
+				s.PerStep[c] = n / float64(len(caps))
 			}
 		}
 		b, _ := json.Marshal(s)
@@ -230,6 +253,10 @@ func (t *tokenLimits) learn(s *tokenState) {
 		return
 	}
 	t.state[k] = s
+	delete(t.held, k)
+	for c, n := range s.PerStep {
+		t.per[c+"/"+s.Model] = n
+	}
 	for _, c := range s.Capabilities {
 		if t.spends[c] == nil {
 			t.spends[c] = map[string]bool{}

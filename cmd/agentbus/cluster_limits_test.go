@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -89,7 +91,19 @@ func TestServeClusterLimitsAndIdempotency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes")
 	}
-	c := startServeCluster(t, "--rate-limit", "metered/*=20", "--max-in-flight", "capped/sleep=2")
+	// A model that answers nothing useful but reports its tokens: the
+	// query_enhancement agent meters the call and falls back to its
+	// heuristic, so a step spends 120 tokens on model "test-model".
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","created":1,"model":"test-model",`+
+			`"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"no json here"}}],`+
+			`"usage":{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120}}`)
+	}))
+	t.Cleanup(model.Close)
+	c := startServeCluster(t, "--rate-limit", "metered/*=20", "--max-in-flight", "capped/sleep=2",
+		"--capabilities", "query_enhancement", "--quotas", `{"quotaed":{"running":2}}`, "--llm-url", model.URL+"/v1", "--llm-model", "test-model",
+		"--token-limit", "tokened/test-model=7200:120")
 	done := watchClusterCompletions(t, c.nodes[0].natsURL)
 	nap := func(id string, ms int) string {
 		return fmt.Sprintf(`{"workflow_id":%q,"plan":{"steps":[{"id":"nap","capability":"sleep","input":{"ms":%d}}]}}`, id, ms)
@@ -159,5 +173,167 @@ func TestServeClusterLimitsAndIdempotency(t *testing.T) {
 			t.Errorf("%d steps of %d ms, %d in flight at most, took %s on three nodes, want at least %s", n, ms, limit, took.Round(time.Millisecond), want)
 		}
 		t.Logf("%d steps of %d ms limited to %d in flight on three nodes: %s", n, ms, limit, took.Round(time.Millisecond))
+	})
+
+	clusterKeysQuotasBudgets(t, c, done)
+}
+
+// clusterKeysQuotasBudgets are TestServeClusterLimitsAndIdempotency's
+// subtests for concurrency keys, quotas and budgets on three nodes.
+func clusterKeysQuotasBudgets(t *testing.T, c *serveCluster, done *completions) {
+	t.Run("concurrency key across nodes", func(t *testing.T) {
+		const n, ms = 6, 150
+		for i := range n {
+			body := fmt.Sprintf(`{"workflow_id":"k%d","concurrency":{"key":"user-1"},"plan":{"steps":[{"id":"nap","capability":"sleep","input":{"ms":%d}}]}}`, i, ms)
+			if code, _, _ := c.postTo(t, i, "default", body, nil); code != http.StatusAccepted {
+				t.Fatalf("submit k%d: %d", i, code)
+			}
+		}
+		eventually(t, 60*time.Second, "the keyed workflows complete", func() bool { return done.count("default") == n })
+		type span struct {
+			id         string
+			start, end time.Time
+		}
+		var spans []span
+		for i := range n {
+			id := fmt.Sprintf("k%d", i)
+			sp := span{id: id}
+			steps := 0
+			for _, f := range c.replay(t, id) {
+				var st events.Status
+				if f.Type != "status" || json.Unmarshal(f.Data, &st) != nil || st.StepID != "nap" {
+					continue
+				}
+				switch st.State {
+				case events.StateWorking:
+					if sp.start.IsZero() {
+						sp.start = f.Time
+					}
+				case events.StateCompleted:
+					sp.end = f.Time
+					steps++
+				}
+			}
+			if steps != 1 || sp.start.IsZero() {
+				t.Fatalf("%s: %d completed steps, started %v", id, steps, sp.start)
+			}
+			spans = append(spans, sp)
+		}
+		slices.SortFunc(spans, func(a, b span) int { return a.start.Compare(b.start) })
+		for i := 1; i < len(spans); i++ {
+			if spans[i].start.Before(spans[i-1].end) {
+				t.Errorf("%s started at %s, before %s ended at %s", spans[i].id, spans[i].start.Format(time.StampMilli),
+					spans[i-1].id, spans[i-1].end.Format(time.StampMilli))
+			}
+		}
+	})
+
+	t.Run("quota across gateways", func(t *testing.T) {
+		long := func(id string) string {
+			return fmt.Sprintf(`{"workflow_id":%q,"plan":{"steps":[{"id":"nap","capability":"sleep","input":{"ms":4000}}]}}`, id)
+		}
+		for i := range 2 {
+			if code, _, _ := c.postTo(t, i, "quotaed", long(fmt.Sprintf("q%d", i)), nil); code != http.StatusAccepted {
+				t.Fatalf("submit q%d: %d", i, code)
+			}
+		}
+		// Each gateway caches its counts for a second, so one may accept a
+		// third (a quick echo) within that second; past it, every gateway
+		// refuses while the two run.
+		horizon := time.Now().Add(1500 * time.Millisecond)
+		eventually(t, 10*time.Second, "every gateway refuses a third", func() bool {
+			for i := range 3 {
+				code, _, h := c.postTo(t, i, "quotaed", `{"plan":{"steps":[{"id":"e","capability":"echo","input":{}}]}}`, nil)
+				if code == http.StatusAccepted && time.Now().After(horizon) {
+					t.Errorf("n%d accepted a third running workflow over the quota of 2, past its cache's second", i+1)
+					return true
+				}
+				if code != http.StatusTooManyRequests || h.Get("Retry-After") == "" {
+					return false
+				}
+			}
+			return true
+		})
+		eventually(t, 30*time.Second, "the two complete", func() bool { return done.count("quotaed") >= 2 })
+	})
+
+	t.Run("token limit across orchestrators", func(t *testing.T) {
+		// 120 tokens a second from a bucket of 120; each step spends 120.
+		const n = 4
+		think := func(id string) string {
+			return fmt.Sprintf(`{"workflow_id":%q,"query":"what did Ada Lovelace write","plan":{"steps":[{"id":"a","capability":"query_enhancement"}]}}`, id)
+		}
+		if code, _, _ := c.postTo(t, 0, "tokened", think("t-first"), nil); code != http.StatusAccepted {
+			t.Fatalf("submit: %d", code)
+		}
+		eventually(t, 30*time.Second, "the first completes", func() bool { return done.count("tokened") == 1 })
+		start := time.Now()
+		for i := range n {
+			if code, _, _ := c.postTo(t, i, "tokened", think(fmt.Sprintf("t%d", i)), nil); code != http.StatusAccepted {
+				t.Fatalf("submit t%d: %d", i, code)
+			}
+		}
+		eventually(t, 60*time.Second, "the limited workflows complete", func() bool { return done.count("tokened") == n+1 })
+		took := time.Since(start)
+		// The bucket was empty: n steps of 120 tokens at 120 a second, less
+		// one step's worth that may overdraw it.
+		if want := time.Duration(n-1) * time.Second * 9 / 10; took < want {
+			t.Errorf("%d steps of 120 tokens at 120 tokens/s took %s on three nodes, want at least %s", n, took.Round(time.Millisecond), want)
+		}
+		t.Logf("%d steps of 120 tokens at 120 tokens/s on three nodes: %s", n, took.Round(time.Millisecond))
+	})
+
+	t.Run("budget pauses, approve on another node", func(t *testing.T) {
+		body := `{"workflow_id":"spender","query":"what did Ada Lovelace write","budget":{"tokens":100},` +
+			`"plan":{"steps":[{"id":"a","capability":"query_enhancement"},{"id":"b","capability":"echo","depends_on":["a"],"input":{}}]}}`
+		if code, _, _ := c.postTo(t, 0, "default", body, nil); code != http.StatusAccepted {
+			t.Fatalf("submit: %d", code)
+		}
+		var state struct {
+			Status string `json:"status"`
+			Usage  struct {
+				PromptTokens int64            `json:"prompt_tokens"`
+				Models       map[string]int64 `json:"models"`
+			} `json:"usage"`
+		}
+		var raw json.RawMessage
+		deadline := time.Now().Add(30 * time.Second)
+		for state.Status != string(events.StateInputRequired) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the workflow did not wait for its budget within 30s: %s", raw)
+			}
+			time.Sleep(50 * time.Millisecond)
+			getJSON(t, c.nodes[1].httpURL+"/v1/workflows/spender", &raw)
+			_ = json.Unmarshal(raw, &state)
+		}
+		if state.Usage.PromptTokens != 100 || state.Usage.Models["test-model"] != 120 {
+			t.Errorf("usage %+v, want 100 prompt tokens, 120 on test-model", state.Usage)
+		}
+		req, _ := http.NewRequest(http.MethodPost, c.nodes[2].httpURL+"/v1/workflows/spender/approve", strings.NewReader(`{"reason":"go on"}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Fatalf("approve on n3: %d", resp.StatusCode)
+		}
+		// The agent's own progress and artifacts are in the log too, so the
+		// check is: it completed, each step once, offsets increasing.
+		log := c.replay(t, "spender")
+		done := map[string]int{}
+		for i, f := range log {
+			var st events.Status
+			if f.Type == "status" && f.StepID != "" && json.Unmarshal(f.Data, &st) == nil && st.State == events.StateCompleted {
+				done[f.StepID]++
+			}
+			if i > 0 && f.Offset <= log[i-1].Offset {
+				t.Errorf("offset %d after %d", f.Offset, log[i-1].Offset)
+			}
+		}
+		if log[len(log)-1].Type != "complete" || done["a"] != 1 || done["b"] != 1 {
+			t.Errorf("spender ended %s with steps completed %v, want complete and a, b once each", log[len(log)-1].Type, done)
+		}
 	})
 }
