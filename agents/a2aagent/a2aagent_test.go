@@ -186,3 +186,36 @@ func output(t *testing.T, raw json.RawMessage) a2aagent.Output {
 	}
 	return o
 }
+
+// TestCardDownStopsCallsInFlight: a step waiting on the remote agent when
+// its card stops answering is stopped with ErrUnavailable (its remote task
+// canceled) rather than left to hang until the step timeout; its retry
+// fails at once while the card is down.
+func TestCardDownStopsCallsInFlight(t *testing.T) {
+	a := startAgent(t, true)
+	s := startStack(t, a)
+	s.submit(t, "stuck", step("a", "ext_count", map[string]any{"hold": true}))
+	waitFor(t, "the held count to start", func() (bool, string) {
+		select {
+		case <-a.started:
+			return true, ""
+		default:
+			return false, "not started"
+		}
+	})
+	a.cardDown.Store(true)
+	rs := s.follow(t, "stuck")
+	end := rs[len(rs)-1].Envelope
+	var e events.Error
+	if err := end.Unmarshal(&e); err != nil || end.Type != events.TypeError {
+		t.Fatalf("workflow ended %s:%s", end.Type.Short(), describe(rs))
+	}
+	if !strings.Contains(e.Message, "remote agent unavailable") || !strings.Contains(e.Message, "503") {
+		t.Fatalf("error %q: want the card's 503 named", e.Message)
+	}
+	select {
+	case <-a.canceled:
+	default:
+		t.Fatal("the stopped call's remote task was not canceled")
+	}
+}

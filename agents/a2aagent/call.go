@@ -29,10 +29,10 @@ type call struct {
 	contextID string
 	status    a2a.TaskStatus
 	percent   float64
-	said      string           // the last progress message published
-	artifacts []*a2a.Artifact  // as streamed, merged by id
-	task      *a2a.Task        // the last whole task seen (tasks/get)
-	reply     *a2a.Message     // the agent answered with a message, not a task
+	said      string          // the last progress message published
+	artifacts []*a2a.Artifact // as streamed, merged by id
+	task      *a2a.Task       // the last whole task seen (tasks/get)
+	reply     *a2a.Message    // the agent answered with a message, not a task
 }
 
 // run sends the step's message and follows the task until it settles;

@@ -2,10 +2,10 @@ package a2aagent
 
 import (
 	"bytes"
-	"maps"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -24,6 +25,8 @@ const token = "Bearer s3cret"
 type testAgent struct {
 	srv  *httptest.Server
 	card *a2a.AgentCard
+	// cardDown makes the card answer 503 while the rest still works.
+	cardDown atomic.Bool
 
 	mu       sync.Mutex
 	runs     map[string]int
@@ -37,7 +40,7 @@ var _ a2asrv.AgentExecutor = (*testAgent)(nil)
 // startAgent serves a test agent; streaming is what its card says.
 func startAgent(t *testing.T, streaming bool, skills ...a2a.AgentSkill) *testAgent {
 	t.Helper()
-	if len(skills) == 0 {
+	if skills == nil { // an empty list given on purpose is kept
 		skills = []a2a.AgentSkill{
 			{ID: "text.shout", Name: "Shout", Description: "Upper-cases a text.", Examples: []string{"shout hello"}, Tags: []string{"text"}},
 			{ID: "count", Name: "Count", Description: "Counts to three, slowly.", Tags: []string{"numbers"}},
@@ -53,7 +56,14 @@ func startAgent(t *testing.T, streaming bool, skills ...a2a.AgentSkill) *testAge
 		Capabilities: a2a.AgentCapabilities{Streaming: streaming}, DefaultInputModes: []string{"text/plain"},
 		DefaultOutputModes: []string{"text/plain"}, Skills: skills}
 	mux.Handle("/rpc", authorized(a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(a))))
-	mux.Handle("/.well-known/agent-card.json", authorized(a2asrv.NewStaticAgentCardHandler(a.card)))
+	cardHandler := a2asrv.NewStaticAgentCardHandler(a.card)
+	mux.Handle("/.well-known/agent-card.json", authorized(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.cardDown.Load() {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		cardHandler.ServeHTTP(w, r)
+	})))
 	return a
 }
 
