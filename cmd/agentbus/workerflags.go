@@ -209,6 +209,8 @@ type workerFlags struct {
 	tracer trace.TracerProvider
 	// web configures the web graph's agents (webflags.go).
 	web webFlags
+	// a2a serves remote A2A agents' skills (a2aflags.go).
+	a2a a2aFlags
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -223,6 +225,7 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.retryMax, "retry-max", 10*time.Second, "longest retry delay")
 	fl.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, time for in-flight steps to finish before they are handed back")
 	f.web.register(cmd)
+	f.a2a.register(cmd)
 }
 
 // worker builds the worker these flags describe; close releases what its
@@ -230,10 +233,17 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 func (f *workerFlags) worker(ctx context.Context, d agentDeps) (*agents.Worker, func(), error) {
 	d.backend = d.metrics.searchBackend(d.backend)
 	d.web = &f.web
-	list, closeAgents, err := builtinAgents(ctx, f.capabilities, d)
+	list, closeBuiltin, err := builtinAgents(ctx, f.capabilities, d)
 	if err != nil {
 		return nil, nil, err
 	}
+	remote, closeRemote, err := f.a2a.agents(ctx, d.log, list)
+	if err != nil {
+		closeBuiltin()
+		return nil, nil, err
+	}
+	list = append(list, remote...)
+	closeAgents := func() { closeRemote(); closeBuiltin() }
 	w, err := agents.NewWorker(agents.WorkerConfig{
 		Bus: d.b, Agents: list, Concurrency: f.concurrency, MaxDeliver: f.maxDeliver, AckWait: f.ackWait,
 		StepTimeout: f.stepTimeout, Heartbeat: f.heartbeat, RetryBase: f.retryBase, RetryMax: f.retryMax,
