@@ -209,6 +209,8 @@ type workerFlags struct {
 	tracer trace.TracerProvider
 	// web configures the web graph's agents (webflags.go).
 	web webFlags
+	// mcpServers are --mcp-server specs (mcptools.go).
+	mcpServers []string
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -222,6 +224,7 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.retryBase, "retry-base", 250*time.Millisecond, "first retry delay of a failing step (doubles each time)")
 	fl.DurationVar(&f.retryMax, "retry-max", 10*time.Second, "longest retry delay")
 	fl.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, time for in-flight steps to finish before they are handed back")
+	fl.StringArrayVar(&f.mcpServers, "mcp-server", nil, mcpServerHelp)
 	f.web.register(cmd)
 }
 
@@ -230,10 +233,16 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 func (f *workerFlags) worker(ctx context.Context, d agentDeps) (*agents.Worker, func(), error) {
 	d.backend = d.metrics.searchBackend(d.backend)
 	d.web = &f.web
-	list, closeAgents, err := builtinAgents(ctx, f.capabilities, d)
+	list, closeBuiltin, err := builtinAgents(ctx, f.capabilities, d)
 	if err != nil {
 		return nil, nil, err
 	}
+	tools, closeTools, err := mcpToolAgents(ctx, f.mcpServers, d.log)
+	if err != nil {
+		closeBuiltin()
+		return nil, nil, err
+	}
+	list, closeAgents := append(list, tools...), func() { closeTools(); closeBuiltin() }
 	w, err := agents.NewWorker(agents.WorkerConfig{
 		Bus: d.b, Agents: list, Concurrency: f.concurrency, MaxDeliver: f.maxDeliver, AckWait: f.ackWait,
 		StepTimeout: f.stepTimeout, Heartbeat: f.heartbeat, RetryBase: f.retryBase, RetryMax: f.retryMax,
