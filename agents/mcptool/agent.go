@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -184,17 +185,22 @@ func (a *Agent) table(listed []*mcp.Tool) map[string]*tool {
 	return out
 }
 
+// semver is the version grammar of a card (a NATS micro service's).
+var semver = regexp.MustCompile(`^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+
 // newCard describes the server and its tools, for the registry and for
 // semantic discovery.
 func (a *Agent) newCard(cs *mcp.ClientSession, listed []*mcp.Tool) agents.Card {
 	version, title := "0.0.0", a.cfg.Server.Name
 	if ir := cs.InitializeResult(); ir != nil && ir.ServerInfo != nil {
-		if ir.ServerInfo.Version != "" {
-			version = ir.ServerInfo.Version
-		}
 		title = ir.ServerInfo.Name
 		if ir.ServerInfo.Title != "" {
 			title = ir.ServerInfo.Title
+		}
+		if v := ir.ServerInfo.Version; semver.MatchString(v) {
+			version = v
+		} else if v != "" {
+			title += " " + v // a card's version is semver (NATS micro)
 		}
 	}
 	var caps, lines []string
