@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -25,12 +26,12 @@ var ErrUnavailable = errors.New("mcptool: server not connected")
 
 // Handle calls the step's tool with the step's input as its arguments.
 func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emitter) (json.RawMessage, error) {
+	if !a.serves(req.Capability) {
+		return nil, fmt.Errorf("%w: mcptool: server %s serves no capability %q", agents.ErrPermanent, a.cfg.Server.Name, req.Capability)
+	}
 	a.mu.RLock()
 	cs, t, down := a.session, a.tools[req.Capability], a.down
 	a.mu.RUnlock()
-	if _, served := a.cardHas(req.Capability); !served {
-		return nil, fmt.Errorf("%w: mcptool: server %s serves no capability %q", agents.ErrPermanent, a.cfg.Server.Name, req.Capability)
-	}
 	if cs == nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, a.cfg.Server.Name, down)
 	}
@@ -62,13 +63,10 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	return output(res)
 }
 
-func (a *Agent) cardHas(capability string) (string, bool) {
-	for n, c := range a.caps {
-		if c == capability {
-			return n, true
-		}
-	}
-	return "", false
+// serves reports whether capability is one of the agent's (fixed at start).
+func (a *Agent) serves(capability string) bool {
+	_, ok := slices.BinarySearch(a.card.Capabilities, capability)
+	return ok
 }
 
 // arguments checks a step's input against the tool's input schema: none
