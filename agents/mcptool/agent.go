@@ -34,6 +34,8 @@ type Agent struct {
 	tools   map[string]*tool // capability → the tool as last listed
 	down    error            // why there is no session now; nil with one
 
+	progress progress
+
 	relist    chan struct{}
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -65,8 +67,9 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("component", "mcptool", "mcp_server", cfg.Server.Name),
 		relist: make(chan struct{}, 1), done: make(chan struct{})}
 	a.client = mcp.NewClient(&mcp.Implementation{Name: "agentbus", Version: "1"}, &mcp.ClientOptions{
-		Capabilities:           &mcp.ClientCapabilities{}, // no roots: agentbus has none to offer
-		ToolListChangedHandler: a.listChanged,
+		Capabilities:                &mcp.ClientCapabilities{}, // no roots: agentbus has none to offer
+		ToolListChangedHandler:      a.listChanged,
+		ProgressNotificationHandler: a.progress.notify,
 	})
 	cs, listed, err := a.connect(ctx)
 	if err != nil {

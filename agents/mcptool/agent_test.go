@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,13 +17,25 @@ import (
 	"github.com/agentbus/agentbus/agents/mcptool"
 )
 
-// recorder is an agents.Emitter that keeps the artifacts.
+// recorder is an agents.Emitter that keeps the artifacts and progress.
 type recorder struct {
 	mu        sync.Mutex
 	artifacts []string // "id name data"
+	progress  []string // "percent message"
 }
 
-func (r *recorder) Progress(context.Context, float64, string) error { return nil }
+func (r *recorder) Progress(_ context.Context, pct float64, msg string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.progress = append(r.progress, fmt.Sprintf("%g %s", pct, msg))
+	return nil
+}
+
+func (r *recorder) progressed() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.progress)
+}
 
 func (r *recorder) Artifact(_ context.Context, id, name string, data any, _, _ bool) error {
 	b, _ := json.Marshal(data)
@@ -112,17 +126,20 @@ func TestHandle(t *testing.T) {
 	})
 }
 
-// Cancelling the step's context cancels the call on the server.
+// Cancelling the step's context cancels the call on the server; the
+// tool's progress notifications are the step's progress.
 func TestCancelReachesTheTool(t *testing.T) {
 	h := &toolHooks{slowStarted: make(chan struct{}, 1), slowCancelled: make(chan struct{})}
 	a := newAgent(t, mcptool.Server{Name: "web", URL: httpServer(t, newToolServer(h))})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	rec := &recorder{}
 	go func() {
-		_, err := a.Handle(ctx, agents.Request{StepID: "s", Capability: "tool_web_slow"}, &recorder{})
+		_, err := a.Handle(ctx, agents.Request{StepID: "s", Capability: "tool_web_slow"}, rec)
 		done <- err
 	}()
 	waitChan(t, "the slow tool to start", h.slowStarted)
+	eventually(t, "the tool's progress", func() bool { return slices.Contains(rec.progressed(), "25 a quarter") })
 	cancel()
 	waitChan(t, "the slow tool's context to end", h.slowCancelled)
 	if err := <-done; !errors.Is(err, context.Canceled) {

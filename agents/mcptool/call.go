@@ -42,7 +42,11 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 	if err != nil {
 		return nil, err
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
+	params := &mcp.CallToolParams{Name: t.name, Arguments: args}
+	token, done := a.progress.track(ctx, emit)
+	defer done()
+	params.SetProgressToken(token)
+	res, err := cs.CallTool(ctx, params)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -24,7 +24,8 @@
 // explicit plan with a bad input is refused at submission. Data leaves as
 // the step's output — the result's structuredContent when present, else
 // its content list as JSON — and as one artifact per content item (text,
-// image, audio, resource, resource link). A result with isError fails
+// image, audio, resource, resource link); the tool's progress
+// notifications become the step's progress events. A result with isError fails
 // the step without retries; so does a JSON-RPC error from the server. A
 // step whose context ends (cancel, timeout) cancels the call: the SDK
 // sends notifications/cancelled.

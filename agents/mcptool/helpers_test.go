@@ -60,7 +60,7 @@ type toolHooks struct {
 // so that listing its tools takes several pages:
 //   - add {a:int, b:int} → {sum}
 //   - fail → isError
-//   - slow → waits for its context to end
+//   - slow → reports progress, then waits for its context to end
 //   - greet → a text and an image content, no structured content
 //   - pid → the server's process id (a restarted stdio server has a new one)
 //   - crash → the server process exits (stdio only)
@@ -77,7 +77,10 @@ func newToolServer(h *toolHooks) *mcp.Server {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the disk is on fire"}}}, nil, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "slow", Description: "runs until cancelled"},
-		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 4, Message: "a quarter"})
+			}
 			if h.slowStarted != nil {
 				h.slowStarted <- struct{}{}
 			}
