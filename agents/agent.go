@@ -71,6 +71,13 @@ type Card struct {
 	Version      string   `json:"version"`
 	Capabilities []string `json:"capabilities"`
 	Examples     []string `json:"examples,omitempty"`
+	// InputSchemas holds, by capability, the JSON Schema a step's input
+	// must satisfy, for the capabilities that have one. It is registered
+	// with the agent, so that an orchestrator or gateway refuses a plan
+	// whose input does not fit before any step is dispatched. The worker
+	// reads it again at every heartbeat: an agent whose schemas change
+	// while it runs (an MCP server's tools) may return new ones.
+	InputSchemas map[string]json.RawMessage `json:"input_schemas,omitempty"`
 }
 
 // Agent is a Handler with a Card.

@@ -32,6 +32,7 @@ func (w *Worker) registration(ctx context.Context, r *running, now time.Time) di
 		HeartbeatMS: w.cfg.Heartbeat.Milliseconds(), SelfHealthy: true,
 		InFlight: s.InFlight, Processed: s.Processed, Errors: s.Errors, AvgMS: s.AvgMS,
 		Embedder: w.cfg.Embedder.Name(), EmbeddingText: r.text, Embedding: r.vector,
+		InputSchemas: inputSchemas(r),
 	}
 	if r.service != nil {
 		reg.ServiceID = r.service.ID()
@@ -85,4 +86,20 @@ func (w *Worker) serviceConfig(r *running) bus.ServiceConfig {
 		})
 	}
 	return cfg
+}
+
+// inputSchemas is the agent's input schemas now, of the capabilities it
+// serves: its card is asked again because they may change while it runs.
+func inputSchemas(r *running) map[string]json.RawMessage {
+	all := r.agent.Card().InputSchemas
+	if len(all) == 0 {
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(all))
+	for _, c := range r.card.Capabilities {
+		if s, ok := all[c]; ok {
+			out[c] = s
+		}
+	}
+	return out
 }

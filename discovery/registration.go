@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -30,8 +31,12 @@ type Registration struct {
 	Description  string   `json:"description"`
 	Capabilities []string `json:"capabilities"`
 	Examples     []string `json:"examples,omitempty"`
-	Host         string   `json:"host"`
-	PID          int      `json:"pid"`
+	// InputSchemas holds, by capability, the JSON Schema the agent checks
+	// a step's input against (agents.Card.InputSchemas); CheckInputs
+	// checks a plan's inputs against it before dispatch.
+	InputSchemas map[string]json.RawMessage `json:"input_schemas,omitempty"`
+	Host         string                     `json:"host"`
+	PID          int                        `json:"pid"`
 	// ServiceID is the NATS micro service id ($SRV.PING shows it).
 	ServiceID   string    `json:"service_id,omitempty"`
 	StartedAt   time.Time `json:"started_at"`

@@ -38,6 +38,8 @@ type Registry struct {
 	failure                 error
 	// embedMu makes concurrent queries embed pending cards once.
 	embedMu sync.Mutex
+	// schemas caches compiled input schemas (CheckInputs).
+	schemas schemaCache
 }
 
 // New opens the registry with embedder (nil means vector.LocalEmbedder); see

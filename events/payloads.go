@@ -237,10 +237,13 @@ const (
 	CodeInvalidPlan       = "invalid_plan"
 	CodeUnknownCapability = "unknown_capability"
 	CodeUnknownDependency = "unknown_dependency"
-	CodeCycle             = "cycle"
-	CodeStepFailed        = "step_failed"
-	CodeRejected          = "rejected"
-	CodeTimeout           = "timeout"
+	// CodeInvalidInput: a step's input does not fit the input schema its
+	// capability's agent registered.
+	CodeInvalidInput = "invalid_input"
+	CodeCycle        = "cycle"
+	CodeStepFailed   = "step_failed"
+	CodeRejected     = "rejected"
+	CodeTimeout      = "timeout"
 )
 
 // Error is the data of TypeError, the terminal event of a failed workflow.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbus/agentbus/api"
 	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
 	"github.com/agentbus/agentbus/workflow"
@@ -190,6 +191,20 @@ func (o *Orchestrator) checkCapabilities(ctx context.Context, p events.Plan) err
 			return &workflow.PlanError{Code: events.CodeUnknownCapability, StepID: s.ID, Pointer: fmt.Sprintf("/plan/steps/%d/capability", i),
 				Message: fmt.Sprintf("step %q needs capability %q, which no agent serves", s.ID, s.Capability)}
 		}
+	}
+	return o.checkInputs(ctx, p)
+}
+
+// checkInputs refuses a plan a step of which has an input that does not
+// fit the input schema its capability's agent registered (an MCP tool's):
+// before dispatch, naming where. A registry that cannot be read refuses
+// nothing: the agent checks its input itself.
+func (o *Orchestrator) checkInputs(ctx context.Context, p events.Plan) error {
+	var ie *discovery.InputError
+	if err := o.cfg.Registry.CheckInputs(ctx, p); errors.As(err, &ie) {
+		return &workflow.PlanError{Code: events.CodeInvalidInput, StepID: ie.StepID, Pointer: ie.Pointer(), Message: ie.Error()}
+	} else if err != nil {
+		o.log.Warn("plan inputs not checked against the registered input schemas", "err", err)
 	}
 	return nil
 }

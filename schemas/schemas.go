@@ -138,6 +138,11 @@ func Validate(name string, data []byte) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownSchema, name)
 	}
+	return validate(name, s, data)
+}
+
+// validate checks data against s, compiled from the schema called name.
+func validate(name string, s *jsonschema.Schema, data []byte) error {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
 		return &ValidationError{Schema: name, Problems: []Problem{{Pointer: "", Message: "not valid JSON: " + err.Error()}}}

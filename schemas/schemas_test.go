@@ -504,3 +504,25 @@ func ExampleValidate() {
 	// /plan/steps/0/id
 	// true
 }
+
+func TestCompileValidatesWithPointers(t *testing.T) {
+	s, err := schemas.Compile("add", []byte(`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate([]byte(`{"a":1,"b":2}`)); err != nil {
+		t.Fatalf("valid input: %v", err)
+	}
+	err = s.Validate([]byte(`{"a":"one"}`))
+	var ve *schemas.ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 2 || ve.Problems[0].Pointer != "/a" || ve.Problems[1].Pointer != "/b" {
+		t.Fatalf("invalid input: %v, want problems at /a and /b", err)
+	}
+	// A schema never reaches for a file or the network.
+	if _, err := schemas.Compile("evil", []byte(`{"$ref":"file:///etc/passwd"}`)); !errors.Is(err, schemas.ErrBadSchema) {
+		t.Fatalf("schema with a file $ref: %v, want ErrBadSchema", err)
+	}
+	if _, err := schemas.Compile("junk", []byte(`{"type":`)); !errors.Is(err, schemas.ErrBadSchema) {
+		t.Fatalf("junk: %v, want ErrBadSchema", err)
+	}
+}

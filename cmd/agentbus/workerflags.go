@@ -211,6 +211,8 @@ type workerFlags struct {
 	web webFlags
 	// a2a serves remote A2A agents' skills (a2aflags.go).
 	a2a a2aFlags
+	// mcpServers are --mcp-server specs (mcptools.go).
+	mcpServers []string
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -224,6 +226,7 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.retryBase, "retry-base", 250*time.Millisecond, "first retry delay of a failing step (doubles each time)")
 	fl.DurationVar(&f.retryMax, "retry-max", 10*time.Second, "longest retry delay")
 	fl.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, time for in-flight steps to finish before they are handed back")
+	fl.StringArrayVar(&f.mcpServers, "mcp-server", nil, mcpServerHelp)
 	f.web.register(cmd)
 	f.a2a.register(cmd)
 }
@@ -237,13 +240,20 @@ func (f *workerFlags) worker(ctx context.Context, d agentDeps) (*agents.Worker, 
 	if err != nil {
 		return nil, nil, err
 	}
-	remote, closeRemote, err := f.a2a.agents(ctx, d.log, list)
+	tools, closeTools, err := mcpToolAgents(ctx, f.mcpServers, d.log)
 	if err != nil {
 		closeBuiltin()
 		return nil, nil, err
 	}
+	list = append(list, tools...)
+	remote, closeRemote, err := f.a2a.agents(ctx, d.log, list)
+	if err != nil {
+		closeTools()
+		closeBuiltin()
+		return nil, nil, err
+	}
 	list = append(list, remote...)
-	closeAgents := func() { closeRemote(); closeBuiltin() }
+	closeAgents := func() { closeRemote(); closeTools(); closeBuiltin() }
 	w, err := agents.NewWorker(agents.WorkerConfig{
 		Bus: d.b, Agents: list, Concurrency: f.concurrency, MaxDeliver: f.maxDeliver, AckWait: f.ackWait,
 		StepTimeout: f.stepTimeout, Heartbeat: f.heartbeat, RetryBase: f.retryBase, RetryMax: f.retryMax,
