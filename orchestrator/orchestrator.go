@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
+	"github.com/agentbus/agentbus/retention"
 	"github.com/agentbus/agentbus/sessions"
 	"github.com/agentbus/agentbus/subjects"
 	"github.com/agentbus/agentbus/workflow"
@@ -119,6 +120,14 @@ type Config struct {
 	// admission (admission.go): smaller is fairer, larger is cheaper.
 	// Default 1.
 	FlowWindow float64
+	// Retention says how long ended workflows are kept: one orchestrator
+	// at a time purges those past it (retention.go). The zero value means
+	// retention's defaults: completed 7 days, failed, canceled or
+	// rejected 30 days.
+	Retention retention.Policy
+	// RetentionInterval is how often the retention sweep runs; default
+	// 1m, negative: never (the workflows are kept until deleted).
+	RetentionInterval time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -190,6 +199,7 @@ func (c Config) Validate() error {
 	if c.StepHold < 0 || c.SubmitBound < 0 {
 		errs = append(errs, fmt.Errorf("orchestrator: step hold %s and submit bound %s must not be negative", c.StepHold, c.SubmitBound))
 	}
+	errs = append(errs, c.Retention.Validate())
 	if c.StepLease > 0 && (c.ScanInterval <= 0 || c.ScanBudget < 1) {
 		errs = append(errs, fmt.Errorf("orchestrator: scan interval %s and budget %d must be positive", c.ScanInterval, c.ScanBudget))
 	}
@@ -212,6 +222,7 @@ type Orchestrator struct {
 	leases      *bus.KV
 	admission   *admission // nil when flow control is off
 	scan        *scanner
+	retention   *retention.Sweeper // nil when the sweep is off
 	tracer      trace.Tracer
 	sessions    *sessions.Store
 	concState
@@ -283,6 +294,9 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	}
 	o.backgroundCtx, o.cancelBackground = context.WithCancel(context.WithoutCancel(ctx))
 	o.scan = newScanner(o, leases)
+	if o.retention, err = o.newSweeper(ctx); err != nil {
+		return nil, err
+	}
 	o.tracer = cfg.TracerProvider.Tracer(tracerName)
 	return o, nil
 }
@@ -325,6 +339,9 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	if o.admission != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); o.admission.run(ctx) }()
+	}
+	if o.retention != nil {
+		wg.Go(func() { _ = o.retention.Run(ctx) })
 	}
 	wg.Wait()
 	o.cancelBackground()
