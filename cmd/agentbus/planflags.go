@@ -46,6 +46,8 @@ type planFlags struct {
 	// metrics, when set, counts the LLM's calls and the orchestrator's
 	// workflows (metrics.go).
 	metrics *appMetrics
+	// retention is how long ended workflows are kept (retentionflags.go).
+	retention retentionFlags
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
@@ -70,6 +72,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 		"e.g. acme/search=4,beta/*=2 (* is every capability without its own); a step over it waits in its queue")
 	cmd.Flags().StringVar(&f.rateLimit, "rate-limit", "", "bound a tenant's steps of a capability admitted a second, e.g. acme/search=10,beta/*=2.5; "+
 		"a step over it waits in its queue with a progress event saying until when")
+	f.retention.register(cmd)
 	f.flags = cmd.Flags()
 	// Checked before the command connects or starts anything.
 	checkBeforeRun(cmd, func() error {
@@ -145,7 +148,8 @@ func (f *planFlags) config(b *bus.Bus, log *slog.Logger) (orchestrator.Config, e
 		return orchestrator.Config{}, err
 	}
 	cfg := orchestrator.Config{Bus: b, Logger: log, StepLease: lease, StepHold: f.stepHold, SubmitBound: f.submitBound,
-		Metrics: f.metrics.orchestratorMetrics(), TenantWeights: weights, FlowControlOff: !f.flowControl, Limits: limits, FlowWindow: f.flowWindow}
+		Metrics: f.metrics.orchestratorMetrics(), TenantWeights: weights, FlowControlOff: !f.flowControl, Limits: limits, FlowWindow: f.flowWindow,
+		Retention: f.retention.policy(), RetentionInterval: f.retention.sweepInterval()}
 	cfg.TracerProvider = f.tracer
 	if f.llmURL == "" {
 		log.Info("planner: heuristic (no --llm-url)")
