@@ -4,7 +4,9 @@
 // GET /v1/workflows/{id}/events, WebSocket on …/ws), the tenant's live
 // feed of workflow status changes (SSE on GET /v1/workflows/events,
 // WebSocket on /v1/ws; tenantfeed*.go), controlling them
-// (cancel, resume, approve, fork, checkpoint history, listing), the agent
+// (cancel, resume, approve, fork, checkpoint history, listing, and
+// deleting an ended one with everything it left: DELETE
+// /v1/workflows/{id}, purge.go), the agent
 // registry and semantic discovery (GET /v1/agents, ?query=…&k=5), how
 // busy each capability is for the tenant — its workers, and the tenant's
 // steps queued by flow control, in flight and throttled, read from

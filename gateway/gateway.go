@@ -20,6 +20,7 @@ import (
 	"github.com/agentbus/agentbus/gateway/a2a"
 	"github.com/agentbus/agentbus/gateway/internal/fanout"
 	"github.com/agentbus/agentbus/gateway/ws"
+	"github.com/agentbus/agentbus/retention"
 	"github.com/agentbus/agentbus/sessions"
 	"github.com/agentbus/agentbus/subjects"
 )
@@ -137,7 +138,9 @@ type Gateway struct {
 	quotas   *quotas
 	registry *discovery.Registry
 	sessions *sessions.Store
-	mux      *http.ServeMux
+	// purger deletes ended workflows (DELETE /v1/workflows/{id}, purge.go).
+	purger *retention.Purger
+	mux    *http.ServeMux
 	// writes refuses cross-site state-changing requests (crossorigin.go);
 	// nil refuses none.
 	writes *http.CrossOriginProtection
@@ -181,8 +184,12 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	purger, err := retention.NewPurger(ctx, cfg.Bus, sess)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
 	g := &Gateway{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "gateway"), checkpoints: kv, registry: reg, sessions: sess,
-		mux: http.NewServeMux(), writes: writes, quotas: newQuotas(cfg.Quotas, cfg.Bus, kv)}
+		mux: http.NewServeMux(), writes: writes, quotas: newQuotas(cfg.Quotas, cfg.Bus, kv), purger: purger}
 	if slices.Contains(cfg.CORS.Origins, "*") && !cfg.Auth.mw.on() {
 		g.log.Warn(`cors origin "*" with auth off lets any page read, not write: writes from another origin need it listed by name in --cors-origins`)
 	}
@@ -200,6 +207,7 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc("GET /health", g.healthz) // the seed system's name for it
 	g.mux.HandleFunc("POST /v1/workflows", g.submit)
 	g.mux.HandleFunc("GET /v1/workflows/{id}", g.state)
+	g.mux.HandleFunc("DELETE /v1/workflows/{id}", g.purge)
 	g.mux.HandleFunc("GET /v1/workflows/{id}/events", g.sse)
 	g.mux.HandleFunc("GET /v1/agents", g.agents)
 	g.mux.HandleFunc("GET /v1/workflows", g.list)

@@ -94,6 +94,7 @@ func TestErrorShape(t *testing.T) {
 		{"ws unknown id", "GET", "/v1/workflows/nope/ws", "", nil, 404, "not_found", &problem{"path", "id", `"nope"`}},
 		{"checkpoints unknown id", "GET", "/v1/workflows/nope/checkpoints", "", nil, 404, "not_found", &problem{"path", "id", `"nope"`}},
 		{"cancel unknown id", "POST", "/v1/workflows/nope/cancel", `{}`, nil, 404, "not_found", &problem{"path", "id", `"nope"`}},
+		{"delete unknown id", "DELETE", "/v1/workflows/nope", "", nil, 404, "not_found", &problem{"path", "id", `"nope"`}},
 		{"body too large", "POST", "/v1/workflows", `{"query": "` + strings.Repeat("q", 1<<20) + `"}`, nil, 413, "too_large", &problem{"body", "", "exceeds"}},
 		{"body schema", "POST", "/v1/workflows", `{"plan": {"steps": [{"id": "A", "capability": "Echo"}]}}`, nil, 400, "invalid_request", &problem{"body", "/plan/steps/0/capability", "Echo"}},
 		{"body not JSON", "POST", "/v1/workflows/known/cancel", `{nope`, nil, 400, "invalid_request", &problem{"body", "", "JSON"}},
@@ -103,7 +104,7 @@ func TestErrorShape(t *testing.T) {
 		{"unknown route", "GET", "/v1/nowhere", "", nil, 404, "not_found", nil},
 		{"outside the dashboard", "GET", "/nowhere", "", nil, 404, "not_found", nil},
 		{"unknown sub-route", "GET", "/v1/workflows/known/nothing", "", nil, 404, "not_found", nil},
-		{"wrong method", "DELETE", "/v1/workflows/known", "", nil, 405, "method_not_allowed", nil},
+		{"wrong method", "PUT", "/v1/workflows/known", "", nil, 405, "method_not_allowed", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

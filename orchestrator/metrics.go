@@ -11,6 +11,7 @@ import (
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/retention"
 	"github.com/agentbus/agentbus/workflow"
 )
 
@@ -49,6 +50,7 @@ const (
 //	agentbus_orchestrator_flow_wait_seconds{tenant,capability}        histogram: an admitted step's wait in the queue
 //	agentbus_orchestrator_flow_throttled_total{tenant,capability}     steps told they wait for their tenant's limit
 //	agentbus_orchestrator_tokens_total{tenant,kind}                   model tokens the steps' replies said they spent (prompt, completion)
+//	agentbus_retention_…                                              the retention sweep's (retention.Metrics)
 //	agentbus_registry_instances{health}                               agent instances in the registry by health (read on
 //	                                                                  scrape, cached a few seconds)
 //
@@ -73,6 +75,8 @@ type Metrics struct {
 	flowWait         *prometheus.HistogramVec
 	flowThrottled    *prometheus.CounterVec
 	tokens           *prometheus.CounterVec
+	// retention are the retention sweep's (package retention lists them).
+	retention *retention.Metrics
 	// flowSeen is which queued gauges were set, so that a queue emptied
 	// reads 0 rather than its last count.
 	flowMu   sync.Mutex
@@ -122,6 +126,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
+	}
+	var err error
+	if m.retention, err = retention.NewMetrics(reg); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

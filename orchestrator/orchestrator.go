@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
+	"github.com/agentbus/agentbus/retention"
 	"github.com/agentbus/agentbus/sessions"
 	"github.com/agentbus/agentbus/subjects"
 	"github.com/agentbus/agentbus/workflow"
@@ -123,6 +124,14 @@ type Config struct {
 	// admission (admission.go): smaller is fairer, larger is cheaper.
 	// Default 1.
 	FlowWindow float64
+	// Retention says how long ended workflows are kept: one orchestrator
+	// at a time purges those past it (retention.go). The zero value means
+	// retention's defaults: completed 7 days, failed, canceled or
+	// rejected 30 days.
+	Retention retention.Policy
+	// RetentionInterval is how often the retention sweep runs; default
+	// 1m, negative: never (the workflows are kept until deleted).
+	RetentionInterval time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -199,6 +208,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("orchestrator: token limit %s: %g a minute, burst %g: must be positive", k, l.PerMinute, l.Burst))
 		}
 	}
+	errs = append(errs, c.Retention.Validate())
 	if c.StepLease > 0 && (c.ScanInterval <= 0 || c.ScanBudget < 1) {
 		errs = append(errs, fmt.Errorf("orchestrator: scan interval %s and budget %d must be positive", c.ScanInterval, c.ScanBudget))
 	}
@@ -221,10 +231,11 @@ type Orchestrator struct {
 	leases      *bus.KV
 	admission   *admission // nil when flow control is off
 	// tokens is the tenants' token limits, nil without any.
-	tokens   *tokenLimits
-	scan     *scanner
-	tracer   trace.Tracer
-	sessions *sessions.Store
+	tokens    *tokenLimits
+	scan      *scanner
+	retention *retention.Sweeper // nil when the sweep is off
+	tracer    trace.Tracer
+	sessions  *sessions.Store
 	concState
 	// background runs work that no transition waits for (a session's
 	// summary by a model); Run cancels backgroundCtx and waits for it.
@@ -295,6 +306,9 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	}
 	o.backgroundCtx, o.cancelBackground = context.WithCancel(context.WithoutCancel(ctx))
 	o.scan = newScanner(o, leases)
+	if o.retention, err = o.newSweeper(ctx); err != nil {
+		return nil, err
+	}
 	o.tracer = cfg.TracerProvider.Tracer(tracerName)
 	return o, nil
 }
@@ -341,6 +355,9 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	if o.tokens != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); o.tokens.watch(ctx) }()
+	}
+	if o.retention != nil {
+		wg.Go(func() { _ = o.retention.Run(ctx) })
 	}
 	wg.Wait()
 	o.cancelBackground()

@@ -9,3 +9,8 @@ const Tokens = "tokens"
 // AGENTBUS_QUOTAS): a JSON object from tenant id to {"running",
 // "queued_steps", "upload_bytes"}.
 const Quotas = "quotas"
+
+// Retention names the schema of the retention table (--retention FILE or
+// AGENTBUS_RETENTION): a JSON object from tenant id to {"completed",
+// "failed"}, each a period ("7d", "36h", "forever").
+const Retention = "retention"

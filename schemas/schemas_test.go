@@ -31,6 +31,7 @@ var allNames = []string{
 	"plan",
 	"progress",
 	"quotas",
+	"retention",
 	"status",
 	"step.completed",
 	"step.failed",
@@ -267,6 +268,7 @@ var invalidGolden = map[string][]string{
 	"custom/bad":                                 {"/extra", "/metadata/n", "/payload_base64"},
 	"quotas/bad":                                 {"/acme/queued_steps", "/acme/running", "/acme/upload"},
 	"quotas/bad-tenant":                          {"/Acme.x"},
+	"retention/bad":                              {"/acme/completed", "/acme/kept"},
 }
 
 func TestInvalidGolden(t *testing.T) {

@@ -52,6 +52,8 @@ type planFlags struct {
 	// metrics, when set, counts the LLM's calls and the orchestrator's
 	// workflows (metrics.go).
 	metrics *appMetrics
+	// retention is how long ended workflows are kept (retentionflags.go).
+	retention retentionFlags
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
@@ -79,6 +81,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.tokenLimit, "token-limit", "", "bound the tokens a tenant's steps spend on a model a minute, e.g. "+
 		"acme/gpt-4o-mini=60000,beta/*=20000 (* is every model without its own; TOKENS:BURST sets the bucket's size, default a minute's worth); "+
 		"agents report what they spend by model, and a step of a capability that spends on a model waits in its queue while its tenant's bucket is empty")
+	f.retention.register(cmd)
 	f.flags = cmd.Flags()
 	// Checked before the command connects or starts anything.
 	checkBeforeRun(cmd, func() error {
@@ -161,7 +164,8 @@ func (f *planFlags) config(b *bus.Bus, log *slog.Logger) (orchestrator.Config, e
 		return orchestrator.Config{}, err
 	}
 	cfg := orchestrator.Config{TokenLimits: tokenLimits, Bus: b, Logger: log, StepLease: lease, StepHold: f.stepHold, SubmitBound: f.submitBound,
-		Metrics: f.metrics.orchestratorMetrics(), TenantWeights: weights, FlowControlOff: !f.flowControl, Limits: limits, FlowWindow: f.flowWindow}
+		Metrics: f.metrics.orchestratorMetrics(), TenantWeights: weights, FlowControlOff: !f.flowControl, Limits: limits, FlowWindow: f.flowWindow,
+		Retention: f.retention.policy(), RetentionInterval: f.retention.sweepInterval()}
 	cfg.TracerProvider = f.tracer
 	if f.llmURL == "" {
 		log.Info("planner: heuristic (no --llm-url)")
