@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/schemas"
@@ -59,6 +60,10 @@ func (r *Registry) CheckInputs(ctx context.Context, p events.Plan) error {
 	for i, s := range p.Steps {
 		raw, served := ix.inputSchema(s.Capability)
 		if !served {
+			if at, ok := r.unlisted.Load(s.Capability); ok && r.now().Sub(at.(time.Time)) < time.Second {
+				continue
+			}
+			r.unlisted.Store(s.Capability, r.now())
 			if listed == nil {
 				if listed, err = r.List(ctx); err != nil {
 					return err

@@ -40,6 +40,11 @@ type Registry struct {
 	embedMu sync.Mutex
 	// schemas caches compiled input schemas (CheckInputs).
 	schemas schemaCache
+	// unlisted is when a plan's capability the index had not heard of
+	// was last looked for in the bucket (capability → time): an agent
+	// that never registers (a bare NATS worker) is looked for once a
+	// second at most, not on every submission.
+	unlisted sync.Map
 }
 
 // New opens the registry with embedder (nil means vector.LocalEmbedder); see
