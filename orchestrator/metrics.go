@@ -75,6 +75,7 @@ type Metrics struct {
 	flowWait         *prometheus.HistogramVec
 	flowThrottled    *prometheus.CounterVec
 	tokens           *prometheus.CounterVec
+	outboxClears     prometheus.Counter
 	// retention are the retention sweep's (package retention lists them).
 	retention *retention.Metrics
 	// flowSeen is which queued gauges were set, so that a queue emptied
@@ -118,11 +119,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		flowWait:     hist("flow_wait_seconds", "Admitted steps' wait in their capability's queue, by tenant and capability.", "tenant", "capability"),
 		flowSeen:     map[[2]string]bool{},
 		tokens:       count("tokens_total", "Model tokens the steps' replies said they spent, by tenant and kind (prompt, completion).", "tenant", "kind"),
+		outboxClears: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "outbox_clears_total",
+			Help: "Writes that cleared a running workflow's published outbox because no transition replaced it within --clear-delay."}),
 		flowThrottled: count("flow_throttled_total", "Steps told they wait in their queue for their tenant's limit (in flight or rate), by tenant and capability.",
 			"tenant", "capability"),
 	}
 	for _, c := range []prometheus.Collector{m.started, m.finished, m.duration, m.phases, m.steps, m.stepQueue, m.stepRun,
-		m.stepFallbacks, m.redispatches, m.recoveries, m.plannerFallbacks, m.instances, m.flowQueued, m.flowAdmitted, m.flowWait, m.flowThrottled, m.tokens} {
+		m.stepFallbacks, m.redispatches, m.recoveries, m.plannerFallbacks, m.instances, m.flowQueued, m.flowAdmitted, m.flowWait, m.flowThrottled, m.tokens, m.outboxClears} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -322,5 +325,12 @@ func (c *instances) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, h := range []discovery.Health{discovery.Healthy, discovery.Unhealthy, discovery.Unreachable} {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(c.last[h]), string(h))
+	}
+}
+
+// outboxClear counts a deferred write that cleared a published outbox.
+func (m *Metrics) outboxClear() {
+	if m != nil {
+		m.outboxClears.Inc()
 	}
 }

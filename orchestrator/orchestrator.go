@@ -119,6 +119,11 @@ type Config struct {
 	// FlowControlOff dispatches every ready step at once, as before flow
 	// control: a tenant's backlog then delays every other tenant behind it.
 	FlowControlOff bool
+	// ClearDelay is how long a running workflow's published outbox may
+	// stay stored before a write clears it, if no transition replaced it
+	// meanwhile (transition.go, flush). Default 50 ms; negative clears it
+	// at once, after every transition, as before.
+	ClearDelay time.Duration
 	// FlowWindow is how many step requests may wait for a busy
 	// capability's workers per worker slot before new ones wait for
 	// admission (admission.go): smaller is fairer, larger is cheaper.
@@ -135,6 +140,9 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
+	if c.ClearDelay == 0 {
+		c.ClearDelay = DefaultClearDelay
+	}
 	if c.FlowWindow <= 0 {
 		c.FlowWindow = 1
 	}
@@ -175,6 +183,11 @@ func (c *Config) setDefaults() {
 		c.ScanBudget = 20000
 	}
 }
+
+// DefaultClearDelay is Config.ClearDelay's default: a chain's next reply
+// comes long before it, a step of seconds costs the write, off the
+// critical path.
+const DefaultClearDelay = 50 * time.Millisecond
 
 // DefaultStepLease is Config.StepLease's default: three times the workers'
 // default AckWait (agents.WorkerConfig), the time JetStream takes to hand a
@@ -230,6 +243,9 @@ type Orchestrator struct {
 	controls    *bus.KV
 	leases      *bus.KV
 	admission   *admission // nil when flow control is off
+	// unclear holds, by checkpoint key, the revision whose published
+	// outbox a clear waits to remove (clearLater).
+	unclear sync.Map
 	// tokens is the tenants' token limits, nil without any.
 	tokens    *tokenLimits
 	scan      *scanner

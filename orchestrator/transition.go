@@ -191,7 +191,11 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 				return applied{}, err
 			}
 			cp.Outbox = nil
-			cp.ResumeCount++
+			if time.Since(cp.UpdatedAt) > time.Second {
+				// Not an outbox its writer is about to clear (clearLater):
+				// a transition interrupted by a crash.
+				cp.ResumeCount++
+			}
 		}
 		var eff workflow.Effects
 		err = workflow.ErrStale
@@ -280,9 +284,18 @@ func orNil(in workflow.Input, err error) error {
 	return err
 }
 
-// flush publishes cp's outbox, then clears it in KV unless another
-// transition got there first (which then flushed it itself).
+// flush publishes cp's outbox. A workflow that ended has its outbox
+// cleared in KV at once (unless another transition got there first, which
+// then flushed it itself). One still running does not: its next
+// transition overwrites the stored outbox anyway, and usually comes
+// within a millisecond or two (a reply), so the write that clears it is
+// left to clearLater, which makes it only if no transition did meanwhile.
+// That saves a KV write and a wait in series on most transitions. Until
+// the outbox is cleared, another process reading the checkpoint publishes
+// it again, which the dedup keys make harmless: the clear comes within
+// clearDelay, far inside the streams' dedup window.
 func (o *Orchestrator) flush(ctx context.Context, key string, cp *workflow.Checkpoint, rev uint64) error {
+	o.unclear.Delete(key) // a revision newer than the one a clear waits for
 	if len(cp.Outbox) == 0 {
 		o.remember(key, cp, rev)
 		return nil
@@ -292,6 +305,12 @@ func (o *Orchestrator) flush(ctx context.Context, key string, cp *workflow.Check
 		return err
 	}
 	cp.Outbox = nil
+	if !cp.Status.Terminal() && o.cfg.ClearDelay > 0 {
+		o.remember(key, cp, rev)
+		o.unclear.Store(key, rev)
+		o.clearLater(key, cp, rev)
+		return nil
+	}
 	rev, err := o.clear(ctx, key, cp, rev)
 	if err != nil {
 		o.cache.Delete(key)
@@ -302,6 +321,56 @@ func (o *Orchestrator) flush(ctx context.Context, key string, cp *workflow.Check
 	}
 	o.remember(key, cp, rev)
 	return nil
+}
+
+// clearLater clears a published outbox still stored at rev after
+// Config.ClearDelay, unless a transition has written the checkpoint since
+// (it replaced the outbox). A failed write is tried again a few times;
+// past that the checkpoint scan publishes the outbox again and clears it
+// (heal), as after a crash.
+func (o *Orchestrator) clearLater(key string, cp *workflow.Checkpoint, rev uint64) {
+	data, err := json.Marshal(cp)
+	if err != nil {
+		return
+	}
+	o.background.Add(1)
+	time.AfterFunc(o.cfg.ClearDelay, func() {
+		defer o.background.Done()
+		ctx := o.backgroundCtx
+		for try := range 4 {
+			if ctx.Err() != nil {
+				return
+			}
+			stripe := o.stripe(key)
+			stripe.Lock()
+			if v, ok := o.unclear.Load(key); !ok || v.(uint64) != rev {
+				stripe.Unlock()
+				return // a transition of this process wrote it since
+			}
+			o.cfg.Metrics.outboxClear()
+			next, err := o.checkpoints.Update(ctx, key, data, rev)
+			if err == nil || errors.Is(err, bus.ErrConflict) {
+				o.unclear.CompareAndDelete(key, rev)
+			}
+			if v, ok := o.cache.Load(key); ok && v.(cached).rev == rev {
+				if err == nil {
+					o.cache.Store(key, cached{data: v.(cached).data, rev: next})
+				} else if errors.Is(err, bus.ErrConflict) {
+					o.cache.Delete(key)
+				}
+			}
+			stripe.Unlock()
+			if err == nil || errors.Is(err, bus.ErrConflict) {
+				return // cleared, or another process wrote it since
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Duration(50<<try) * time.Millisecond):
+			}
+		}
+		o.log.Warn("published outbox not cleared (the checkpoint scan will)", "checkpoint", key)
+	})
 }
 
 // cached is this process's copy of a checkpoint as it last wrote it, which
