@@ -97,15 +97,13 @@ func (o *Orchestrator) reconcileSubmission(ctx context.Context, m bus.StoredMess
 	}
 	log.Warn("recovery: a submission stored past the bound with no checkpoint: started from the stream", "tenant", p.Tenant, "workflow", workflow,
 		"bound", o.cfg.SubmitBound)
-	if err := o.handleSubmission(ctx, bus.StoredDelivery(m)); err != nil && !errors.Is(err, bus.ErrPoison) {
-		return false, err
-	}
 	msg := fmt.Sprintf("recovery: submission stored at %s was not started by the submissions consumer within %s: started from the stream",
 		m.Time.UTC().Format(time.RFC3339), o.cfg.SubmitBound)
-	// A workflow whose plan was refused has ended: its error event ends
-	// its log, and the note is stale.
-	_, err = o.apply(ctx, p.Tenant, workflow, wf.Note{Message: msg, Recovery: events.RecoverySubmission})
-	if err != nil && !isNotFound(err) {
+	// The note is stored with the start (handleSubmission); a workflow
+	// whose plan was refused has ended at once, and has none: its error
+	// event ends its log.
+	nctx := context.WithValue(ctx, recoveryNoteKey{}, wf.Note{Message: msg, Recovery: events.RecoverySubmission})
+	if err := o.handleSubmission(nctx, bus.StoredDelivery(m)); err != nil && !errors.Is(err, bus.ErrPoison) {
 		return false, err
 	}
 	o.cfg.Metrics.recovered(events.RecoverySubmission)

@@ -92,15 +92,31 @@ func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) (e
 	if err != nil {
 		return err
 	}
+	if note, ok := ctx.Value(recoveryNoteKey{}).(workflow.Note); ok {
+		// Started by the reconciler: the note is stored with the start,
+		// before any step can answer (a note after that could find the
+		// workflow ended).
+		if neff, err := workflow.Apply(cp, note, time.Now(), workflow.Policy{ApprovalThreshold: o.cfg.ApprovalThreshold, StepLease: o.cfg.StepLease}); err == nil {
+			cp.Outbox = append(cp.Outbox, neff.Outbox...)
+		}
+	}
+	// create gives cp up to the next transition (the cache): what is
+	// needed of it afterwards is taken first.
+	steps, status := len(cp.Plan.Steps), cp.Status
+	var conc *events.Concurrency
+	if cp.Concurrency != nil {
+		c := *cp.Concurrency
+		conc = &c
+	}
 	err = o.create(ctx, cp, eff, spans)
 	if errors.Is(err, bus.ErrConflict) {
 		o.log.Debug("submission for an existing workflow", "tenant", p.Tenant, "workflow", wf)
 		err = nil
 	} else if err == nil {
-		o.log.Info("workflow started", "tenant", p.Tenant, "workflow", wf, "steps", len(cp.Plan.Steps), "status", cp.Status)
+		o.log.Info("workflow started", "tenant", p.Tenant, "workflow", wf, "steps", steps, "status", status)
 	}
-	if err == nil && cp.Concurrency != nil {
-		err = o.started(ctx, cp, g)
+	if err == nil && conc != nil {
+		err = o.started(ctx, p.Tenant, wf, *conc, g)
 	}
 	return err
 }
@@ -131,10 +147,10 @@ func (o *Orchestrator) limitKey(ctx context.Context, cp *workflow.Checkpoint, in
 // started starts what acquire found with a free slot, and the new
 // workflow itself if it was queued and a release gave it a slot before
 // its checkpoint was stored.
-func (o *Orchestrator) started(ctx context.Context, cp *workflow.Checkpoint, g grant) error {
-	err := o.start(ctx, cp.TenantID, cp.Concurrency.Key, "earlier", g.Start)
+func (o *Orchestrator) started(ctx context.Context, tenant, wf string, conc events.Concurrency, g grant) error {
+	err := o.start(ctx, tenant, conc.Key, "earlier", g.Start)
 	if g.Wait != "" {
-		err = errors.Join(err, o.startHeld(ctx, cp.TenantID, cp.WorkflowID, *cp.Concurrency))
+		err = errors.Join(err, o.startHeld(ctx, tenant, wf, conc))
 	}
 	return err
 }
@@ -269,3 +285,7 @@ func (o *Orchestrator) claimKey(ctx context.Context, tenant, wf, key string, sub
 	}
 	return dup, nil, err
 }
+
+// recoveryNoteKey carries, in a submission's context, the note the
+// reconciler wants stored with the workflow's start (reconcile.go).
+type recoveryNoteKey struct{}

@@ -117,9 +117,9 @@ func (o *Orchestrator) create(ctx context.Context, cp *workflow.Checkpoint, eff 
 		o.stored(cp, eff, spans)
 		started := o.freeSlot(ctx, cp, eff)
 		err = o.flush(ctx, key, cp, rev)
+		o.startLater(cp, started) // before the next transition may take cp from the cache
 		stripe.Unlock()
 		o.admitted(eff)
-		o.startLater(cp, started)
 		return err
 	}
 	stripe.Unlock()
@@ -308,7 +308,7 @@ func (o *Orchestrator) flush(ctx context.Context, key string, cp *workflow.Check
 	if !cp.Status.Terminal() && o.cfg.ClearDelay > 0 {
 		o.remember(key, cp, rev)
 		o.unclear.Store(key, rev)
-		o.clearLater(key, cp, rev)
+		o.clearLater(key, rev)
 		return nil
 	}
 	rev, err := o.clear(ctx, key, cp, rev)
@@ -328,11 +328,7 @@ func (o *Orchestrator) flush(ctx context.Context, key string, cp *workflow.Check
 // (it replaced the outbox). A failed write is tried again a few times;
 // past that the checkpoint scan publishes the outbox again and clears it
 // (heal), as after a crash.
-func (o *Orchestrator) clearLater(key string, cp *workflow.Checkpoint, rev uint64) {
-	data, err := json.Marshal(cp)
-	if err != nil {
-		return
-	}
+func (o *Orchestrator) clearLater(key string, rev uint64) {
 	o.background.Add(1)
 	time.AfterFunc(o.cfg.ClearDelay, func() {
 		defer o.background.Done()
@@ -341,27 +337,12 @@ func (o *Orchestrator) clearLater(key string, cp *workflow.Checkpoint, rev uint6
 			if ctx.Err() != nil {
 				return
 			}
-			stripe := o.stripe(key)
-			stripe.Lock()
-			if v, ok := o.unclear.Load(key); !ok || v.(uint64) != rev {
-				stripe.Unlock()
-				return // a transition of this process wrote it since
+			done, err := o.clearNow(ctx, key, rev)
+			if done {
+				return
 			}
-			o.cfg.Metrics.outboxClear()
-			next, err := o.checkpoints.Update(ctx, key, data, rev)
-			if err == nil || errors.Is(err, bus.ErrConflict) {
-				o.unclear.CompareAndDelete(key, rev)
-			}
-			if v, ok := o.cache.Load(key); ok && v.(cached).rev == rev {
-				if err == nil {
-					o.cache.Store(key, cached{data: v.(cached).data, rev: next})
-				} else if errors.Is(err, bus.ErrConflict) {
-					o.cache.Delete(key)
-				}
-			}
-			stripe.Unlock()
-			if err == nil || errors.Is(err, bus.ErrConflict) {
-				return // cleared, or another process wrote it since
+			if err != nil {
+				o.log.Debug("published outbox not cleared yet", "checkpoint", key, "err", err)
 			}
 			select {
 			case <-ctx.Done():
@@ -373,42 +354,86 @@ func (o *Orchestrator) clearLater(key string, cp *workflow.Checkpoint, rev uint6
 	})
 }
 
+// clearNow writes the checkpoint stored at rev without its published
+// outbox, if no transition of this process has written it since: from
+// this process's copy, or else as read from the bucket's leader. It
+// reports whether there is nothing left to do.
+func (o *Orchestrator) clearNow(ctx context.Context, key string, rev uint64) (bool, error) {
+	stripe := o.stripe(key)
+	stripe.Lock()
+	defer stripe.Unlock()
+	if v, ok := o.unclear.Load(key); !ok || v.(uint64) != rev {
+		return true, nil // a transition of this process wrote it since
+	}
+	var cp *workflow.Checkpoint
+	if v, ok := o.cache.Load(key); ok && v.(cached).rev == rev {
+		cp = v.(cached).cp
+	} else {
+		e, err := o.checkpoints.GetCurrent(ctx, key)
+		if err != nil {
+			return isNotFound(err), err
+		}
+		if e.Revision != rev {
+			o.unclear.CompareAndDelete(key, rev)
+			return true, nil
+		}
+		cp = &workflow.Checkpoint{}
+		if err := json.Unmarshal(e.Value, cp); err != nil {
+			return true, err
+		}
+		cp.Outbox = nil
+	}
+	data, err := json.Marshal(cp)
+	if err != nil {
+		return true, err
+	}
+	o.cfg.Metrics.outboxClear()
+	next, err := o.checkpoints.Update(ctx, key, data, rev)
+	switch {
+	case err == nil:
+		o.unclear.CompareAndDelete(key, rev)
+		if v, ok := o.cache.Load(key); ok && v.(cached).rev == rev {
+			o.cache.Store(key, cached{cp: cp, rev: next})
+		}
+		return true, nil
+	case errors.Is(err, bus.ErrConflict):
+		o.unclear.CompareAndDelete(key, rev)
+		o.cache.Delete(key)
+		return true, nil // another process wrote it since
+	}
+	return false, err
+}
+
 // cached is this process's copy of a checkpoint as it last wrote it, which
-// saves the read of the next transition; a conflict on write proves it
-// stale, and the retry reads the bucket.
+// saves the read and the decoding of the next transition; a conflict on
+// write proves it stale, and the retry reads the bucket. A transition
+// takes the copy out of the cache (it changes it), and puts it back once
+// stored; both happen under the workflow's stripe.
 type cached struct {
-	data []byte
-	rev  uint64
+	cp  *workflow.Checkpoint
+	rev uint64
 }
 
 func (o *Orchestrator) cached(key string, use bool) (*workflow.Checkpoint, uint64, bool) {
 	if !use {
 		return nil, 0, false
 	}
-	v, ok := o.cache.Load(key)
+	v, ok := o.cache.LoadAndDelete(key)
 	if !ok {
 		return nil, 0, false
 	}
 	c := v.(cached)
-	var cp workflow.Checkpoint
-	if json.Unmarshal(c.data, &cp) != nil {
-		return nil, 0, false
-	}
-	return &cp, c.rev, true
+	return c.cp, c.rev, true
 }
 
 // remember caches a checkpoint this process just stored at rev; a finished
-// workflow is forgotten.
+// workflow is forgotten. The transition gives cp up: it is the next one's.
 func (o *Orchestrator) remember(key string, cp *workflow.Checkpoint, rev uint64) {
 	if cp.Status.Terminal() {
 		o.cache.Delete(key)
 		return
 	}
-	data, err := json.Marshal(cp)
-	if err != nil {
-		return
-	}
-	o.cache.Store(key, cached{data: data, rev: rev})
+	o.cache.Store(key, cached{cp: cp, rev: rev})
 }
 
 // clear writes cp (with an empty outbox) if it had one at rev.
