@@ -307,6 +307,9 @@ func lookup(h map[string][]string, key string) string {
 
 // isJSON reports whether a Content-Type names JSON, parameters allowed.
 func isJSON(ct string) bool {
+	if ct == ContentTypeJSON {
+		return true // what every Go publisher sends: no parse
+	}
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && mt == ContentTypeJSON
 }
