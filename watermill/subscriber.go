@@ -208,57 +208,27 @@ func (s *Subscriber) run(ctx context.Context, cons jetstream.Consumer, epoch str
 }
 
 // runWindow is run for InFlight above 1: the consumer pushes up to
-// InFlight unacked events, which are handed over in the order they come
-// without waiting for acks; each handed-over message is settled (acked,
-// nacked, or given up at close) by a goroutine of its own. It returns once
-// every message in hand is settled.
+// InFlight unacked events, which its callback hands over in the order they
+// come without waiting for acks; each handed-over message is settled
+// (acked, nacked, or given up at close) by a goroutine of its own. It
+// returns once every message in hand is settled.
 func (s *Subscriber) runWindow(ctx context.Context, cons jetstream.Consumer, epoch string, out chan<- *message.Message) {
-	// The consumer holds at most InFlight unacked events, so the
-	// callback never waits for room here.
-	pending := make(chan jetstream.Msg, s.cfg.InFlight)
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		select {
-		case pending <- m:
-		case <-ctx.Done():
-			_ = m.Nak()
-		}
-	}, jetstream.PullMaxMessages(s.cfg.InFlight), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if ctx.Err() == nil {
-			s.cfg.Logger.Debug("consumer", wm.LogFields{"err": err})
-		}
-	}))
-	if err != nil {
-		s.cfg.Logger.Error("consume failed", err, nil)
-		return
-	}
 	var inHand sync.WaitGroup
-	defer func() {
-		cc.Stop()
-		<-cc.Closed()
-		// Taken from the consumer, never handed over: the next
-		// subscriber of the group gets them now, not after AckWait.
-	drain:
-		for {
-			select {
-			case m := <-pending:
-				_ = m.Nak()
-			default:
-				break drain
-			}
-		}
-		inHand.Wait()
-		_ = s.cfg.Bus.Conn().Flush() // the acks and naks, before Close returns
-	}()
-	for {
-		var m jetstream.Msg
-		select {
-		case <-ctx.Done():
+	var mu sync.Mutex // held while handing over: out closes after runWindow
+	over := false
+	handOver := func(m jetstream.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		if over || ctx.Err() != nil {
+			// Taken from the consumer, never handed over (the consumer
+			// drains its buffer here): the next subscriber of the group
+			// gets it now, not after AckWait.
+			_ = m.Nak()
 			return
-		case m = <-pending:
 		}
 		msg, seq, ok := s.prepare(m, epoch)
 		if !ok {
-			continue
+			return
 		}
 		msgCtx, cancel := context.WithCancel(ctx)
 		msg.SetContext(msgCtx)
@@ -276,6 +246,26 @@ func (s *Subscriber) runWindow(ctx context.Context, cons jetstream.Consumer, epo
 			s.settle(ctx, m, msg, seq, false)
 		}()
 	}
+	// The callback runs on the consumer's own goroutine, one event at a
+	// time: no hand-off to another goroutine before the channel's.
+	cc, err := cons.Consume(handOver, jetstream.PullMaxMessages(s.cfg.InFlight),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if ctx.Err() == nil {
+				s.cfg.Logger.Debug("consumer", wm.LogFields{"err": err})
+			}
+		}))
+	if err != nil {
+		s.cfg.Logger.Error("consume failed", err, nil)
+		return
+	}
+	<-ctx.Done()
+	cc.Drain()
+	<-cc.Closed()
+	mu.Lock()
+	over = true
+	mu.Unlock()
+	inHand.Wait()
+	_ = s.cfg.Bus.Conn().Flush() // the acks and naks, before Close returns
 }
 
 // deliver hands one event over until it is acked (ack it), nacked (send
@@ -317,10 +307,9 @@ func (s *Subscriber) prepare(m jetstream.Msg, epoch string) (msg *message.Messag
 		_ = m.TermWithReason(err.Error())
 		return nil, 0, false
 	}
-	maps.Copy(msg.Metadata, message.Metadata{
-		MetaOffset: strconv.FormatUint(seq, 10), MetaEpoch: epoch, MetaType: env.Type.Short(), MetaCEType: string(env.Type),
-		MetaTenant: env.TenantID, MetaWorkflow: env.WorkflowID, MetaStep: env.StepID, MetaTime: env.Time.Format(time.RFC3339Nano),
-	})
+	md := msg.Metadata
+	md[MetaOffset], md[MetaEpoch], md[MetaType], md[MetaCEType] = strconv.FormatUint(seq, 10), epoch, env.Type.Short(), string(env.Type)
+	md[MetaTenant], md[MetaWorkflow], md[MetaStep], md[MetaTime] = env.TenantID, env.WorkflowID, env.StepID, env.Time.Format(time.RFC3339Nano)
 	return msg, seq, true
 }
 
@@ -363,12 +352,15 @@ func (s *Subscriber) settle(ctx context.Context, m jetstream.Msg, msg *message.M
 	}
 }
 
+// metaKeys is how many Meta… keys every message carries.
+const metaKeys = 8
+
 // toMessage makes an event's message: a custom event gives back the
 // payload and metadata it was published with, any other event its data.
 func toMessage(env events.Envelope) (*message.Message, error) {
 	if env.Type != events.TypeCustom {
 		msg := message.NewMessage(env.ID, message.Payload(env.Data))
-		msg.Metadata = message.Metadata{}
+		msg.Metadata = make(message.Metadata, metaKeys)
 		return msg, nil
 	}
 	var c events.Custom
@@ -376,7 +368,7 @@ func toMessage(env events.Envelope) (*message.Message, error) {
 		return nil, err
 	}
 	msg := message.NewMessage(env.ID, message.Payload(c.Bytes()))
-	msg.Metadata = message.Metadata{}
+	msg.Metadata = make(message.Metadata, metaKeys+len(c.Metadata))
 	maps.Copy(msg.Metadata, c.Metadata)
 	return msg, nil
 }
