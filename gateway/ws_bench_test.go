@@ -29,7 +29,7 @@ import (
 // BenchmarkWSReplay replays 100,000 stored events of one workflow over one
 // WebSocket, beside a raw nats.go ordered consumer reading the same events
 // from the same server in the same run. It reports both rates, their ratio
-// (goal ≥ 0.3) and the WebSocket's time to first event (dial included).
+// (goal ≥ 0.5) and the WebSocket's time to first event (dial included).
 //
 //	go test -run '^$' -bench BenchmarkWSReplay -benchtime 3x ./gateway
 func BenchmarkWSReplay(b *testing.B) {
