@@ -16,8 +16,10 @@ var ErrBadSchema = errors.New("schemas: not a usable JSON Schema")
 // agent's input schema, say, that arrived over the wire. It is compiled
 // once by Compile and safe for concurrent use.
 type Schema struct {
-	name string
-	s    *jsonschema.Schema
+	name    string
+	s       *jsonschema.Schema
+	fast    *fastSchema
+	hasFast bool
 }
 
 // Compile compiles doc, a JSON Schema (draft 2020-12 unless its $schema
@@ -39,9 +41,10 @@ func Compile(name string, doc []byte) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadSchema, name, err)
 	}
-	return &Schema{name: name, s: s}, nil
+	f, hasFast := compileFast(doc)
+	return &Schema{name: name, s: s, fast: f, hasFast: hasFast}, nil
 }
 
 // Validate checks the JSON document data against s: nil, or a
 // *ValidationError listing every problem with its JSON pointer.
-func (s *Schema) Validate(data []byte) error { return validate(s.name, s.s, data) }
+func (s *Schema) Validate(data []byte) error { return validate(s.name, s.s, s.fast, s.hasFast, data) }

@@ -3,6 +3,7 @@ package schemas
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -68,6 +69,7 @@ func (e *ValidationError) Unwrap() error { return ErrInvalid }
 var (
 	once     sync.Once
 	compiled map[string]*jsonschema.Schema
+	fast     map[string]*fastSchema // the schemas the fast path can check
 	loadErr  error
 	printer  = message.NewPrinter(language.English)
 )
@@ -101,8 +103,12 @@ func load() {
 			return
 		}
 		var names []string
+		fast = map[string]*fastSchema{}
 		for _, e := range entries {
 			b, _ := files.ReadFile(e.Name())
+			if f, ok := compileFast(b); ok {
+				fast[strings.TrimSuffix(e.Name(), ".json")] = f
+			}
 			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 			if err != nil {
 				loadErr = fmt.Errorf("schemas: %s: %w", e.Name(), err)
@@ -138,11 +144,17 @@ func Validate(name string, data []byte) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownSchema, name)
 	}
-	return validate(name, s, data)
+	f, hasFast := fast[name]
+	return validate(name, s, f, hasFast, data)
 }
 
-// validate checks data against s, compiled from the schema called name.
-func validate(name string, s *jsonschema.Schema, data []byte) error {
+// validate checks data against s, compiled from the schema called name;
+// when hasFast, f is the same schema compiled for the fast path (fast.go),
+// which is asked first.
+func validate(name string, s *jsonschema.Schema, f *fastSchema, hasFast bool, data []byte) error {
+	if hasFast && json.Valid(data) && f.accepts(data) {
+		return nil
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
 		return &ValidationError{Schema: name, Problems: []Problem{{Pointer: "", Message: "not valid JSON: " + err.Error()}}}

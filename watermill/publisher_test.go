@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -195,6 +196,12 @@ func TestPublishRefusesBadMessages(t *testing.T) {
 // over and left unfinished past CloseTimeout, gives it back at once: the
 // group's next subscriber gets it well within AckWait (30s), first.
 func TestClosedSubscriberGivesBackItsMessage(t *testing.T) {
+	for _, inFlight := range []int{1, 8} {
+		t.Run(fmt.Sprintf("in_flight=%d", inFlight), func(t *testing.T) { closedSubscriberGivesBack(t, inFlight) })
+	}
+}
+
+func closedSubscriberGivesBack(t *testing.T, inFlight int) {
 	env := bustest.New(t)
 	pub, err := abwm.NewPublisher(abwm.PublisherConfig{Bus: env.Bus, Workflow: "wf"})
 	if err != nil {
@@ -205,7 +212,7 @@ func TestClosedSubscriberGivesBackItsMessage(t *testing.T) {
 	}
 	next := func(t *testing.T) (*abwm.Subscriber, *message.Message) {
 		t.Helper()
-		sub, err := abwm.NewSubscriber(abwm.SubscriberConfig{Bus: env.Bus, CloseTimeout: 200 * time.Millisecond})
+		sub, err := abwm.NewSubscriber(abwm.SubscriberConfig{Bus: env.Bus, CloseTimeout: 200 * time.Millisecond, InFlight: inFlight})
 		if err != nil {
 			t.Fatal(err)
 		}

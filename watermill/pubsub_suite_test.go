@@ -23,11 +23,17 @@ var soak = os.Getenv("AGENTBUS_WATERMILL_SOAK") != ""
 // pubSub makes a Publisher and a Subscriber of one consumer group on env.
 func pubSub(t *testing.T, env *bustest.Env, group string) (message.Publisher, message.Subscriber) {
 	t.Helper()
+	return pubSubInFlight(t, env, group, 1)
+}
+
+// pubSubInFlight is pubSub with a subscriber of the given InFlight.
+func pubSubInFlight(t *testing.T, env *bustest.Env, group string, inFlight int) (message.Publisher, message.Subscriber) {
+	t.Helper()
 	pub, err := abwm.NewPublisher(abwm.PublisherConfig{Bus: env.Bus, Workflow: suiteWorkflow})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := abwm.NewSubscriber(abwm.SubscriberConfig{Bus: env.Bus, ConsumerGroup: group, CloseTimeout: time.Second})
+	sub, err := abwm.NewSubscriber(abwm.SubscriberConfig{Bus: env.Bus, ConsumerGroup: group, CloseTimeout: time.Second, InFlight: inFlight})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +56,27 @@ func TestWatermillPubSubSuite(t *testing.T) {
 	tests.TestPubSub(t, features,
 		func(t *testing.T) (message.Publisher, message.Subscriber) { return pubSub(t, env, "suite") },
 		func(t *testing.T, group string) (message.Publisher, message.Subscriber) { return pubSub(t, env, group) },
+	)
+}
+
+// The suite against the windowed mode (InFlight 64). Its order tests do
+// not apply: TestNoAck wants the next message held back until the
+// previous is acked, and TestPublishSubscribeInOrder reads through ten
+// subscribers of one group at once; the windowed mode does neither
+// (SubscriberConfig.InFlight). TestWindowedSubscriberOrder checks the
+// order it keeps: stream order on one subscription's channel.
+func TestWatermillPubSubSuiteWindowed(t *testing.T) {
+	env := bustest.New(t)
+	features := tests.Features{
+		ConsumerGroups: true,
+		Persistent:     true,
+		ForceShort:     !soak,
+	}
+	tests.TestPubSub(t, features,
+		func(t *testing.T) (message.Publisher, message.Subscriber) { return pubSubInFlight(t, env, "suite", 64) },
+		func(t *testing.T, group string) (message.Publisher, message.Subscriber) {
+			return pubSubInFlight(t, env, group, 64)
+		},
 	)
 }
 

@@ -56,15 +56,33 @@ type SubscriberConfig struct {
 	// CloseTimeout is how long, once its subscription ends, a message in
 	// hand may still be acked (a router stopping gracefully); default 30s.
 	CloseTimeout time.Duration
+	// InFlight is how many messages a subscription may have handed over
+	// and not yet had acked or nacked. 1 (the default) hands the next
+	// over only once the previous is acked or nacked, and the group's
+	// consumer holds one unacked event at a time: strict order, across
+	// nacks and across the group's subscribers, at one round trip per
+	// event. Above 1 (the windowed mode) a subscription hands events
+	// over as they come, up to InFlight unacked ones: still oldest first
+	// on its channel, but a handler may get the next before it acked the
+	// previous, acks may come in any order, and a nacked event comes
+	// again after NackDelay behind those already handed over (so do
+	// events a subscriber closed with in hand, and those of a group's
+	// several subscribers interleave). Subscribers of one group should
+	// agree on it: the group's consumer takes the latest one's.
+	InFlight int
 	// Logger logs; default none.
 	Logger wm.LoggerAdapter
 }
+
+// maxInFlight bounds SubscriberConfig.InFlight.
+const maxInFlight = 10_000
 
 func (c *SubscriberConfig) setDefaults() {
 	c.ConsumerGroup = cmp.Or(c.ConsumerGroup, "watermill")
 	c.AckWait = cmp.Or(c.AckWait, 30*time.Second)
 	c.NackDelay = cmp.Or(c.NackDelay, 100*time.Millisecond)
 	c.CloseTimeout = cmp.Or(c.CloseTimeout, 30*time.Second)
+	c.InFlight = cmp.Or(c.InFlight, 1)
 	if c.Logger == nil {
 		c.Logger = wm.NopLogger{}
 	}
@@ -81,6 +99,9 @@ func (c SubscriberConfig) Validate() error {
 	}
 	if c.AckWait < time.Second {
 		errs = append(errs, fmt.Errorf("%w: AckWait %s below 1s", ErrConfig, c.AckWait))
+	}
+	if c.InFlight < 1 || c.InFlight > maxInFlight {
+		errs = append(errs, fmt.Errorf("%w: InFlight %d outside 1–%d", ErrConfig, c.InFlight, maxInFlight))
 	}
 	return errors.Join(errs...)
 }
@@ -112,7 +133,8 @@ func (s *Subscriber) Durable(tenant string) string { return "wm-" + s.cfg.Consum
 
 // Subscribe yields every event of the tenant's workflows (topic is the
 // tenant id), oldest first, one at a time: the next comes once the
-// previous is acked; a nacked one comes again after NackDelay. The
+// previous is acked; a nacked one comes again after NackDelay. (With
+// InFlight above 1, up to InFlight at a time: see SubscriberConfig.) The
 // message's UUID is the event's CloudEvent id, its payload the event's
 // data (JSON), its metadata the Meta… keys; a custom event (one a
 // Publisher added) gives back the payload and metadata it was published
@@ -133,7 +155,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	js := s.cfg.Bus.JetStream()
 	cons, err := js.CreateOrUpdateConsumer(ctx, subjects.StreamEvents, jetstream.ConsumerConfig{
 		Durable: s.Durable(topic), FilterSubject: filter, AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: s.cfg.AckWait, MaxDeliver: -1, MaxAckPending: 1, DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckWait: s.cfg.AckWait, MaxDeliver: -1, MaxAckPending: s.cfg.InFlight, DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("watermill: consumer %s: %w", s.Durable(topic), err)
@@ -156,6 +178,10 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 			case <-ctx.Done():
 			}
 		}()
+		if s.cfg.InFlight > 1 {
+			s.runWindow(ctx, cons, epoch, out)
+			return
+		}
 		s.run(ctx, cons, epoch, out)
 	}()
 	return out, nil
@@ -181,29 +207,74 @@ func (s *Subscriber) run(ctx context.Context, cons jetstream.Consumer, epoch str
 	}
 }
 
+// runWindow is run for InFlight above 1: the consumer pushes up to
+// InFlight unacked events, which its callback hands over in the order they
+// come without waiting for acks; each handed-over message is settled
+// (acked, nacked, or given up at close) by a goroutine of its own. It
+// returns once every message in hand is settled.
+func (s *Subscriber) runWindow(ctx context.Context, cons jetstream.Consumer, epoch string, out chan<- *message.Message) {
+	var inHand sync.WaitGroup
+	var mu sync.Mutex // held while handing over: out closes after runWindow
+	over := false
+	handOver := func(m jetstream.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		if over || ctx.Err() != nil {
+			// Taken from the consumer, never handed over (the consumer
+			// drains its buffer here): the next subscriber of the group
+			// gets it now, not after AckWait.
+			_ = m.Nak()
+			return
+		}
+		msg, seq, ok := s.prepare(m, epoch)
+		if !ok {
+			return
+		}
+		msgCtx, cancel := context.WithCancel(ctx)
+		msg.SetContext(msgCtx)
+		select {
+		case out <- msg:
+		case <-ctx.Done():
+			cancel()
+			_ = m.Nak()
+			return
+		}
+		inHand.Add(1)
+		go func() {
+			defer inHand.Done()
+			defer cancel()
+			s.settle(ctx, m, msg, seq, false)
+		}()
+	}
+	// The callback runs on the consumer's own goroutine, one event at a
+	// time: no hand-off to another goroutine before the channel's.
+	cc, err := cons.Consume(handOver, jetstream.PullMaxMessages(s.cfg.InFlight),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if ctx.Err() == nil {
+				s.cfg.Logger.Debug("consumer", wm.LogFields{"err": err})
+			}
+		}))
+	if err != nil {
+		s.cfg.Logger.Error("consume failed", err, nil)
+		return
+	}
+	<-ctx.Done()
+	cc.Drain()
+	<-cc.Closed()
+	mu.Lock()
+	over = true
+	mu.Unlock()
+	inHand.Wait()
+	_ = s.cfg.Bus.Conn().Flush() // the acks and naks, before Close returns
+}
+
 // deliver hands one event over until it is acked (ack it), nacked (send
 // it again later) or ctx ends (leave it to AckWait).
 func (s *Subscriber) deliver(ctx context.Context, m jetstream.Msg, epoch string, out chan<- *message.Message) {
-	env, err := events.Decode(m.Headers(), m.Data())
-	if err != nil {
-		s.cfg.Logger.Error("malformed event skipped", err, wm.LogFields{"subject": m.Subject()})
-		_ = m.TermWithReason(err.Error())
+	msg, seq, ok := s.prepare(m, epoch)
+	if !ok {
 		return
 	}
-	var seq uint64
-	if md, err := m.Metadata(); err == nil {
-		seq = md.Sequence.Stream
-	}
-	msg, err := toMessage(env)
-	if err != nil {
-		s.cfg.Logger.Error("malformed custom event skipped", err, wm.LogFields{"subject": m.Subject()})
-		_ = m.TermWithReason(err.Error())
-		return
-	}
-	maps.Copy(msg.Metadata, message.Metadata{
-		MetaOffset: strconv.FormatUint(seq, 10), MetaEpoch: epoch, MetaType: env.Type.Short(), MetaCEType: string(env.Type),
-		MetaTenant: env.TenantID, MetaWorkflow: env.WorkflowID, MetaStep: env.StepID, MetaTime: env.Time.Format(time.RFC3339Nano),
-	})
 	msgCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	msg.SetContext(msgCtx)
@@ -215,12 +286,51 @@ func (s *Subscriber) deliver(ctx context.Context, m jetstream.Msg, epoch string,
 		_ = m.Nak()
 		return
 	}
+	s.settle(ctx, m, msg, seq, true)
+}
+
+// prepare makes an event's message, or terminates a malformed event (ok
+// false): it would never decode on any later delivery either.
+func (s *Subscriber) prepare(m jetstream.Msg, epoch string) (msg *message.Message, seq uint64, ok bool) {
+	env, err := events.Decode(m.Headers(), m.Data())
+	if err != nil {
+		s.cfg.Logger.Error("malformed event skipped", err, wm.LogFields{"subject": m.Subject()})
+		_ = m.TermWithReason(err.Error())
+		return nil, 0, false
+	}
+	if md, err := m.Metadata(); err == nil {
+		seq = md.Sequence.Stream
+	}
+	msg, err = toMessage(env)
+	if err != nil {
+		s.cfg.Logger.Error("malformed custom event skipped", err, wm.LogFields{"subject": m.Subject()})
+		_ = m.TermWithReason(err.Error())
+		return nil, 0, false
+	}
+	md := msg.Metadata
+	md[MetaOffset], md[MetaEpoch], md[MetaType], md[MetaCEType] = strconv.FormatUint(seq, 10), epoch, env.Type.Short(), string(env.Type)
+	md[MetaTenant], md[MetaWorkflow], md[MetaStep], md[MetaTime] = env.TenantID, env.WorkflowID, env.StepID, env.Time.Format(time.RFC3339Nano)
+	return msg, seq, true
+}
+
+// settle waits for a handed-over message to be acked (ack it: confirmed
+// by the server when confirm, as the one-at-a-time mode needs before it
+// asks for the next; else sent, and flushed when the subscription ends),
+// nacked (send it again after NackDelay), or, once ctx has ended, for
+// CloseTimeout (send it again at once).
+func (s *Subscriber) settle(ctx context.Context, m jetstream.Msg, msg *message.Message, seq uint64, confirm bool) {
 	// Closing lets the message in hand be acked within CloseTimeout: a
 	// router that stops gracefully finishes it, so it is not sent again.
 	var late <-chan time.Time
 	for {
 		select {
 		case <-msg.Acked():
+			if !confirm {
+				if err := m.Ack(); err != nil {
+					s.cfg.Logger.Error("ack failed", err, wm.LogFields{"offset": seq})
+				}
+				return
+			}
 			actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			if err := m.DoubleAck(actx); err != nil {
 				s.cfg.Logger.Error("ack failed", err, wm.LogFields{"offset": seq})
@@ -242,12 +352,15 @@ func (s *Subscriber) deliver(ctx context.Context, m jetstream.Msg, epoch string,
 	}
 }
 
+// metaKeys is how many Meta… keys every message carries.
+const metaKeys = 8
+
 // toMessage makes an event's message: a custom event gives back the
 // payload and metadata it was published with, any other event its data.
 func toMessage(env events.Envelope) (*message.Message, error) {
 	if env.Type != events.TypeCustom {
 		msg := message.NewMessage(env.ID, message.Payload(env.Data))
-		msg.Metadata = message.Metadata{}
+		msg.Metadata = make(message.Metadata, metaKeys)
 		return msg, nil
 	}
 	var c events.Custom
@@ -255,7 +368,7 @@ func toMessage(env events.Envelope) (*message.Message, error) {
 		return nil, err
 	}
 	msg := message.NewMessage(env.ID, message.Payload(c.Bytes()))
-	msg.Metadata = message.Metadata{}
+	msg.Metadata = make(message.Metadata, metaKeys+len(c.Metadata))
 	maps.Copy(msg.Metadata, c.Metadata)
 	return msg, nil
 }
