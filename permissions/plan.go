@@ -7,10 +7,6 @@ import (
 	"github.com/agentbus/agentbus/events"
 )
 
-// CodeDenied is the error code of a workflow or request refused by the
-// table (events.Error.Code, the gateway's 403).
-const CodeDenied = "permission_denied"
-
 // DeniedError is a plan step the table refuses: the step, where its
 // capability is in the submission, and the rule.
 type DeniedError struct {
