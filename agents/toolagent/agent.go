@@ -38,7 +38,7 @@ func New(cfg Config) (*Agent, error) {
 
 // Card describes the agent.
 func (a *Agent) Card() agents.Card {
-	return agents.Card{Name: "tool-calling agent", Version: "1.0.0", Capabilities: []string{Capability},
+	return agents.Card{Name: "tool-agent", Version: "1.0.0", Capabilities: []string{Capability},
 		Description: "Answers a question by calling tools (MCP tools, remote skills, agents) with " + a.cfg.Model.Name() +
 			": each tool call runs as a child workflow; the answer cites the tool results it used.",
 		Examples: []string{"look up the weather in Paris and tell me whether to take an umbrella"}}
