@@ -118,7 +118,7 @@ func (f serveFlags) agentDeps(ctx context.Context, log *slog.Logger) (agentDeps,
 		log.Info("search backend", "backend", be.Name(), "profiles", be.Profiles())
 		return be, nil
 	}
-	return agentDeps{log: log, chat: chat, backend: open, embedder: emb}, nil
+	return agentDeps{log: log, chat: chat, backend: open, embedder: emb, perms: f.plan.perms.table()}, nil
 }
 
 // serve runs everything until ctx ends; ready, if not nil, is called once
