@@ -33,6 +33,9 @@ type Request struct {
 	Problems []events.StepProblem
 	// User is whom the workflow runs for, when the submission named one.
 	User string
+	// Role is the role of the token that submitted the workflow, when the
+	// gateway knew one (the tool permissions apply its rules).
+	Role string
 	// timeout is the plan's limit for this step, if any.
 	timeout time.Duration
 	// queuedMS and runMS are the run's wait and duration, for a reply.

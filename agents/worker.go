@@ -216,7 +216,7 @@ func (w *Worker) handle(ctx context.Context, r *running, capability string, d *b
 	req := Request{
 		TenantID: env.TenantID, WorkflowID: env.WorkflowID, StepID: sr.StepID, Capability: sr.Capability,
 		Attempt: sr.Attempt, Delivery: int(d.Delivered), Query: sr.Query, Input: sr.Input, DependencyOutputs: sr.DependencyOutputs,
-		Conversation: sr.Conversation, Problems: sr.Problems, User: sr.User,
+		Conversation: sr.Conversation, Problems: sr.Problems, User: sr.User, Role: sr.Role,
 		timeout: time.Duration(sr.TimeoutMS) * time.Millisecond,
 	}
 	key, _ := subjects.CheckpointKey(req.TenantID, req.WorkflowID)

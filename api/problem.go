@@ -77,6 +77,9 @@ type Error struct {
 	Message  string    `json:"message"`
 	Problems []Problem `json:"problems,omitempty"`
 	Quota    *Quota    `json:"quota,omitempty"`
+	// Rule is the tool permissions rule that refused the request (code
+	// permission_denied).
+	Rule string `json:"rule,omitempty"`
 }
 
 // BodyProblems turns the problems of a body that failed its schema (JSON

@@ -54,6 +54,11 @@ type WorkflowSubmitted struct {
 	// User names whom the workflow runs for, when the gateway's token
 	// names one: memory and sessions are kept per user. A subject token.
 	User string `json:"user,omitempty"`
+	// Role is the role of the gateway token that submitted the workflow
+	// (client, admin): the tool permissions table applies the tenant's
+	// rules for it. Set by the gateway, never taken from a request body;
+	// a NATS submitter is trusted with it as with User. A subject token.
+	Role string `json:"role,omitempty"`
 	// Concurrency limits how many of the tenant's workflows with its key
 	// run at once.
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
@@ -106,6 +111,8 @@ type StepRequested struct {
 	Problems []StepProblem `json:"problems,omitempty"`
 	// User is the submission's user, if any.
 	User string `json:"user,omitempty"`
+	// Role is the submission's role, if any (WorkflowSubmitted.Role).
+	Role string `json:"role,omitempty"`
 }
 
 // StepCompleted is the data of TypeStepCompleted.
@@ -187,6 +194,18 @@ type Status struct {
 	// Recovery, when set, says the orchestrator's reconciler moved the
 	// workflow on after the server lost or held something (Recovery*).
 	Recovery string `json:"recovery,omitempty"`
+	// Confirm, on a step's input-required status, says the step waits
+	// for a confirmation before it runs, and with what input.
+	Confirm *Confirmation `json:"confirm,omitempty"`
+}
+
+// Confirmation is what a step that waits to be confirmed before it runs
+// (a requires_confirmation tool permission) shows whoever decides: its
+// capability, the rule, and the input it would run with.
+type Confirmation struct {
+	Capability string          `json:"capability"`
+	Rule       string          `json:"rule"`
+	Input      json.RawMessage `json:"input,omitempty"`
 }
 
 // Recoveries: what the reconciler did, on a status event's Recovery.
@@ -244,6 +263,9 @@ const (
 	CodeStepFailed   = "step_failed"
 	CodeRejected     = "rejected"
 	CodeTimeout      = "timeout"
+	// CodePermissionDenied: a step's capability is refused by the tool
+	// permissions table for the workflow's tenant and role (Error.Rule).
+	CodePermissionDenied = "permission_denied"
 )
 
 // Error is the data of TypeError, the terminal event of a failed workflow.
@@ -252,6 +274,9 @@ type Error struct {
 	Message string `json:"message"`
 	StepID  string `json:"step_id,omitempty"`
 	Pointer string `json:"pointer,omitempty"`
+	// Rule is the tool permissions rule that refused the step (code
+	// permission_denied).
+	Rule string `json:"rule,omitempty"`
 }
 
 // Complete is the data of TypeComplete: every step's output by step id, and

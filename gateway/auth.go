@@ -394,6 +394,14 @@ func userOf(ctx context.Context) string {
 	return u
 }
 
+// roleOf is the role of a request's token ("" with auth off).
+func roleOf(ctx context.Context) Role {
+	if p, ok := ctx.Value(principalKey{}).(principal); ok {
+		return p.role
+	}
+	return ""
+}
+
 // headerUserKey holds, with auth off, the user X-Agentbus-User names.
 type headerUserKey struct{}
 

@@ -20,6 +20,7 @@ import (
 	"github.com/agentbus/agentbus/gateway/a2a"
 	"github.com/agentbus/agentbus/gateway/internal/fanout"
 	"github.com/agentbus/agentbus/gateway/ws"
+	"github.com/agentbus/agentbus/permissions"
 	"github.com/agentbus/agentbus/retention"
 	"github.com/agentbus/agentbus/sessions"
 	"github.com/agentbus/agentbus/subjects"
@@ -57,6 +58,12 @@ type Config struct {
 	// Quotas bound what each tenant has at once: workflows running, steps
 	// queued, bytes uploaded (quota.go). The zero value sets none.
 	Quotas QuotaConfig
+	// Permissions is the tool permissions table (--tool-permissions): an
+	// explicit plan with a step its tenant and the token's role may not
+	// run is refused with 403 permission_denied before it is stored. The
+	// orchestrator enforces the same table on every plan, planned ones
+	// too. Nil allows all.
+	Permissions permissions.Table
 	// CORS lets pages on other origins call the API; its origins are also
 	// allowed to open WebSockets.
 	CORS CORSConfig
@@ -122,7 +129,7 @@ func (c Config) Validate() error {
 	if c.KeepAlive < time.Second {
 		errs = append(errs, fmt.Errorf("gateway: keepalive %s is below 1s", c.KeepAlive))
 	}
-	errs = append(errs, c.WS.Validate(), c.Auth.Validate(), c.A2A.Validate(), c.CORS.Validate(), c.Documents.Validate(), c.Quotas.Validate())
+	errs = append(errs, c.WS.Validate(), c.Auth.Validate(), c.A2A.Validate(), c.CORS.Validate(), c.Documents.Validate(), c.Quotas.Validate(), c.Permissions.Validate())
 	return errors.Join(errs...)
 }
 

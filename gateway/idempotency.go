@@ -93,6 +93,9 @@ func (g *Gateway) store(ctx context.Context, tenant, key, workflow string, sub e
 		}
 		o.Claims = c
 	}
+	// The role, like the user, comes from the token: the tool
+	// permissions apply its rules.
+	sub.Role = string(roleOf(ctx))
 	return api.SubmitOnce(ctx, storer{g}, o, events.SourceGateway, tenant, workflow, sub)
 }
 

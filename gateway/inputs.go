@@ -9,7 +9,26 @@ import (
 
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/permissions"
 )
+
+// checkPermissions answers 403 permission_denied, naming the refused
+// step's capability by its JSON pointer and the rule, when the tool
+// permissions table forbids an explicit plan's step to the tenant and the
+// token's role, and reports false. Nothing of a refused plan is stored.
+func (g *Gateway) checkPermissions(w http.ResponseWriter, r *http.Request, tenant string, plan *events.Plan) bool {
+	if plan == nil {
+		return true
+	}
+	var de *permissions.DeniedError
+	if _, err := g.cfg.Permissions.Plan(tenant, string(roleOf(r.Context())), *plan); !errors.As(err, &de) {
+		return true
+	}
+	writeError(w, http.StatusForbidden, apiError{Code: events.CodePermissionDenied, Rule: de.Rule,
+		Message:  fmt.Sprintf("step %q may not run %s: refused by the tool permissions rule %s", de.StepID, de.Capability, de.Rule),
+		Problems: []Problem{{In: InBody, Pointer: de.Pointer(), Message: fmt.Sprintf("%s is refused by %s", de.Capability, de.Rule)}}})
+	return false
+}
 
 // inputsTimeout bounds the registry read that checks a plan's inputs; past
 // it the submission goes on and the orchestrator checks them instead.

@@ -50,7 +50,7 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request) {
 		writeBadRequest(w, Problem{In: InBody, Pointer: "/workflow_id", Message: fmt.Sprintf("%q is reserved (GET /v1/workflows/events is the tenant's live feed); choose another id", reservedWorkflowID)})
 		return
 	}
-	if !g.checkInputs(w, r, req.Plan) {
+	if !g.checkInputs(w, r, req.Plan) || !g.checkPermissions(w, r, tenant, req.Plan) {
 		return
 	}
 	// The user comes from the token (or, for an admin token or with auth

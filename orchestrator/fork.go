@@ -34,7 +34,7 @@ func (o *Orchestrator) History(ctx context.Context, tenant, wf string) ([]workfl
 // forkOf looks up the revision a fork starts from (another workflow of the
 // same tenant): the engine's input, which refuses the fork if it is
 // missing.
-func (o *Orchestrator) forkOf(ctx context.Context, tenant string, from events.ForkOf) (workflow.Forked, error) {
+func (o *Orchestrator) forkOf(ctx context.Context, tenant, role string, from events.ForkOf) (workflow.Forked, error) {
 	in := workflow.Forked{From: from}
 	revs, err := o.History(ctx, tenant, from.WorkflowID)
 	if isNotFound(err) {
@@ -47,6 +47,14 @@ func (o *Orchestrator) forkOf(ctx context.Context, tenant string, from events.Fo
 	for _, r := range revs {
 		if r.Revision == from.Revision {
 			in.Source = r.Checkpoint
+		}
+	}
+	if in.Source != nil {
+		// The fork runs the source's plan for whoever forked it: the
+		// tool permissions apply to that role now.
+		var pe *workflow.PlanError
+		if in.Confirm, pe = o.permit(tenant, role, in.Source.Plan); pe != nil {
+			in.Refused = "cannot fork: " + pe.Message
 		}
 	}
 	return in, nil

@@ -30,6 +30,13 @@ func startStack(t testing.TB, extra ...agents.Agent) *stack {
 
 func startOn(t testing.TB, env *bustest.Env, extra ...agents.Agent) *stack {
 	t.Helper()
+	return startWith(t, env, orchestrator.Config{}, extra...)
+}
+
+// startWith is startOn with an orchestrator configuration (its Bus and
+// Logger are set here).
+func startWith(t testing.TB, env *bustest.Env, cfg orchestrator.Config, extra ...agents.Agent) *stack {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
@@ -41,7 +48,8 @@ func startOn(t testing.TB, env *bustest.Env, extra ...agents.Agent) *stack {
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	o, err := orchestrator.New(ctx, orchestrator.Config{Bus: env.Bus, Logger: log})
+	cfg.Bus, cfg.Logger = env.Bus, log
+	o, err := orchestrator.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

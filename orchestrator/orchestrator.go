@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
+	"github.com/agentbus/agentbus/permissions"
 	"github.com/agentbus/agentbus/retention"
 	"github.com/agentbus/agentbus/sessions"
 	"github.com/agentbus/agentbus/subjects"
@@ -129,6 +130,10 @@ type Config struct {
 	// admission (admission.go): smaller is fairer, larger is cheaper.
 	// Default 1.
 	FlowWindow float64
+	// Permissions is the tool permissions table (--tool-permissions): per
+	// tenant and role, the capabilities a plan may use and those whose
+	// steps wait for a confirmation before they run. Nil allows all.
+	Permissions permissions.Table
 	// Retention says how long ended workflows are kept: one orchestrator
 	// at a time purges those past it (retention.go). The zero value means
 	// retention's defaults: completed 7 days, failed, canceled or
@@ -212,6 +217,9 @@ func (c Config) Validate() error {
 	}
 	if c.Candidates < 1 {
 		errs = append(errs, fmt.Errorf("orchestrator: candidates %d below 1", c.Candidates))
+	}
+	if err := c.Permissions.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("orchestrator: %w", err))
 	}
 	if c.StepHold < 0 || c.SubmitBound < 0 {
 		errs = append(errs, fmt.Errorf("orchestrator: step hold %s and submit bound %s must not be negative", c.StepHold, c.SubmitBound))

@@ -11,6 +11,7 @@ import (
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/permissions"
 	"github.com/agentbus/agentbus/subjects"
 	"github.com/agentbus/agentbus/workflow"
 )
@@ -74,12 +75,12 @@ func (o *Orchestrator) handleSubmission(ctx context.Context, d *bus.Delivery) (e
 	}
 	tp := events.TraceParent(ctx)
 	cp := workflow.New(workflow.Start{TenantID: p.Tenant, WorkflowID: wf, Query: sub.Query, Metadata: sub.Metadata,
-		Priority: sub.Priority, Budget: sub.Budget, User: sub.User, Session: session, TraceParent: tp, TraceID: events.TraceID(tp)}, time.Now().UTC())
+		Priority: sub.Priority, Budget: sub.Budget, User: sub.User, Role: sub.Role, Session: session, TraceParent: tp, TraceID: events.TraceID(tp)}, time.Now().UTC())
 	var in workflow.Input
 	if sub.Fork != nil {
-		in, err = o.forkOf(ctx, p.Tenant, *sub.Fork)
+		in, err = o.forkOf(ctx, p.Tenant, sub.Role, *sub.Fork)
 	} else {
-		in, err = o.plan(ctx, sub)
+		in, err = o.plan(ctx, p.Tenant, sub)
 	}
 	if err != nil {
 		return err
@@ -156,9 +157,11 @@ func (o *Orchestrator) started(ctx context.Context, tenant, wf string, conc even
 }
 
 // plan plans a submission (its own plan, or the planner's for its query)
-// and checks that an agent serves each capability: the engine's input,
-// which refuses a plan with a bad structure or an unknown capability.
-func (o *Orchestrator) plan(ctx context.Context, sub events.WorkflowSubmitted) (workflow.Planned, error) {
+// and checks that an agent serves each capability and that the tool
+// permissions let the submission's role run it: the engine's input,
+// which refuses a plan with a bad structure, an unknown capability or a
+// denied one, and holds the steps to confirm before they run.
+func (o *Orchestrator) plan(ctx context.Context, tenant string, sub events.WorkflowSubmitted) (workflow.Planned, error) {
 	in := workflow.Planned{TimeoutMS: sub.TimeoutMS}
 	pctx, span := o.tracer.Start(ctx, "workflow plan")
 	if sub.Plan != nil {
@@ -189,7 +192,34 @@ func (o *Orchestrator) plan(ctx context.Context, sub events.WorkflowSubmitted) (
 	if errors.As(err, &in.Refused) {
 		return in, nil
 	}
-	return in, err
+	if err != nil {
+		return in, err
+	}
+	in.Confirm, in.Refused = o.permit(tenant, sub.Role, in.Plan)
+	return in, nil
+}
+
+// permit checks a plan against the tool permissions table: the refusal
+// of a denied step (naming its pointer and the rule), or the rules by
+// which steps wait for a confirmation. A refusal is logged with its rule;
+// the workflow's error event carries it too.
+func (o *Orchestrator) permit(tenant, role string, p events.Plan) (map[string]string, *workflow.PlanError) {
+	confirm, err := o.cfg.Permissions.Plan(tenant, role, p)
+	var de *permissions.DeniedError
+	if !errors.As(err, &de) {
+		return confirm, nil
+	}
+	o.log.Info("plan refused by a tool permission", "tenant", tenant, "role", role, "step", de.StepID, "capability", de.Capability, "rule", de.Rule)
+	return nil, &workflow.PlanError{Code: events.CodePermissionDenied, StepID: de.StepID, Pointer: de.Pointer(), Rule: de.Rule,
+		Message: fmt.Sprintf("step %q may not run %s for role %q: refused by the tool permissions rule %s", de.StepID, de.Capability, roleName(role), de.Rule)}
+}
+
+// roleName is how a submission's role reads in a refusal.
+func roleName(role string) string {
+	if role == "" {
+		return "none"
+	}
+	return role
 }
 
 func (o *Orchestrator) checkCapabilities(ctx context.Context, p events.Plan) error {

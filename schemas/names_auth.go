@@ -14,3 +14,9 @@ const Quotas = "quotas"
 // AGENTBUS_RETENTION): a JSON object from tenant id to {"completed",
 // "failed"}, each a period ("7d", "36h", "forever").
 const Retention = "retention"
+
+// ToolPermissions names the schema of the tool permissions table
+// (--tool-permissions FILE or AGENTBUS_TOOL_PERMISSIONS): a JSON object
+// from tenant id (or "*") to role (or "*") to {"allow", "deny",
+// "requires_confirmation"}, each a list of capability glob patterns.
+const ToolPermissions = "tool_permissions"

@@ -37,6 +37,7 @@ var allNames = []string{
 	"step.failed",
 	"step.requested",
 	"tokens",
+	"tool_permissions",
 	"workflow.request",
 	"workflow.submitted",
 }
@@ -268,6 +269,7 @@ var invalidGolden = map[string][]string{
 	"custom/bad":                                 {"/extra", "/metadata/n", "/payload_base64"},
 	"quotas/bad":                                 {"/acme/queued_steps", "/acme/running", "/acme/upload"},
 	"quotas/bad-tenant":                          {"/Acme.x"},
+	"tool_permissions/bad":                       {"/Acme.x", "/acme/client/allow", "/acme/client/confirm", "/acme/client/deny/0"},
 	"retention/bad":                              {"/acme/completed", "/acme/kept"},
 }
 

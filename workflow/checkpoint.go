@@ -40,6 +40,9 @@ type Checkpoint struct {
 	// to every step; Session is the conversation it is a turn of.
 	User    string        `json:"user,omitempty"`
 	Session *SessionState `json:"session,omitempty"`
+	// Role is the role of the token that submitted the workflow, passed to
+	// every step (a tool-calling agent's child workflows carry it on).
+	Role string `json:"role,omitempty"`
 	// Priority (1–5) orders the workflow's steps among its tenant's
 	// steps waiting for a busy capability; 0 reads as
 	// events.PriorityDefault.
@@ -91,6 +94,9 @@ type Task struct {
 	// Approval is set for steps that require one: pending, approved,
 	// auto-approved or rejected, with the comment or the confidence.
 	Approval *Approval `json:"approval,omitempty"`
+	// Confirm, when set, is the tool permissions rule by which the step
+	// waits for a confirmation before its first dispatch (Planned.Confirm).
+	Confirm string `json:"confirm,omitempty"`
 	// FellBack names the fallback capability used after a failure.
 	FellBack     string     `json:"fell_back,omitempty"`
 	DispatchedAt *time.Time `json:"dispatched_at,omitempty"`
@@ -127,11 +133,15 @@ const (
 	ApprovalRejected = "rejected"
 )
 
-// Approval is a step's human decision.
+// Approval is a step's human decision: on its result (RequiresApproval),
+// or, with BeforeDispatch, on whether it runs at all (Task.Confirm).
 type Approval struct {
 	State      string   `json:"state"`
 	Comment    string   `json:"comment,omitempty"`
 	Confidence *float64 `json:"confidence,omitempty"`
+	// BeforeDispatch says the decision is asked before the step runs: an
+	// approval dispatches it, a rejection ends the workflow unrun.
+	BeforeDispatch bool `json:"before_dispatch,omitempty"`
 }
 
 // Phase is where a workflow is, a coarser view of its status.
@@ -198,7 +208,7 @@ type Start struct {
 	Metadata                    map[string]string
 	Priority                    int
 	Budget                      *events.Budget
-	User                        string
+	User, Role                  string
 	Session                     *SessionState
 	Concurrency                 *events.Concurrency
 	// TraceParent is the W3C context of the workflow's root span.
@@ -211,7 +221,7 @@ func New(s Start, now time.Time) *Checkpoint {
 	return &Checkpoint{
 		TenantID: s.TenantID, WorkflowID: s.WorkflowID, Query: s.Query, Status: events.StateSubmitted,
 		Tasks: map[string]*Task{}, CreatedAt: now, UpdatedAt: now, Phase: PhasePlanning,
-		Metadata: s.Metadata, Priority: s.Priority, Budget: s.Budget, User: s.User, Session: s.Session, Concurrency: s.Concurrency, TraceParent: s.TraceParent, TraceID: s.TraceID,
+		Metadata: s.Metadata, Priority: s.Priority, Budget: s.Budget, User: s.User, Role: s.Role, Session: s.Session, Concurrency: s.Concurrency, TraceParent: s.TraceParent, TraceID: s.TraceID,
 	}
 }
 

@@ -87,6 +87,14 @@ func (x *tx) decide(step, comment string, reject bool) error {
 			continue
 		}
 		t.Approval.State = ApprovalApproved
+		if t.Approval.BeforeDispatch {
+			// Confirmed: advance dispatches it.
+			x.setTask(s.ID, t, events.StateSubmitted, CauseApproval)
+			if err := x.emit(events.TypeStatus, s.ID, events.Status{State: events.StateSubmitted, StepID: s.ID, Message: "confirmed, to run: " + comment}); err != nil {
+				return err
+			}
+			continue
+		}
 		x.setTask(s.ID, t, events.StateCompleted, CauseApproval)
 		if err := x.emit(events.TypeStatus, s.ID, events.Status{State: events.StateCompleted, StepID: s.ID, Message: "approved: " + comment}); err != nil {
 			return err

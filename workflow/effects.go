@@ -51,6 +51,7 @@ const (
 	CauseReply      Cause = "reply"      // a step's reply recorded
 	CauseFallback   Cause = "fallback"   // a failed step handed to its fallback capability
 	CauseApproval   Cause = "approval"   // a human decision
+	CauseConfirm    Cause = "confirm"    // a step held for a confirmation before it runs
 	CauseCancel     Cause = "cancel"     // canceled on request
 	CauseDeadline   Cause = "deadline"   // the workflow's deadline passed
 	CauseResume     Cause = "resume"     // a failed workflow resumed

@@ -36,6 +36,20 @@ func approvals() events.Plan {
 	}}
 }
 
+// confirms is a plan whose step A waits for a confirmation before it
+// runs (a requires_confirmation tool permission) while C runs beside it;
+// B depends on A.
+func confirms() events.Plan {
+	return events.Plan{Steps: []events.PlanStep{
+		{ID: "A", Capability: "tool_web_fetch", Input: json.RawMessage(`{"url":"https://example.org"}`)},
+		{ID: "C", Capability: "echo"},
+		{ID: "B", Capability: "echo", DependsOn: []string{"A"}},
+	}}
+}
+
+// confirmRule is the rule the confirming fixture's step A waits by.
+const confirmRule = `acme/client requires_confirmation "tool_web_*"`
+
 // fixture is a workflow in one state, and the step an input about a live
 // attempt names (its attempt 1).
 type fixture struct {
@@ -90,6 +104,7 @@ func fixtures(t testing.TB) []fixture {
 		mk("canceled", "A", chain(), workflow.Cancel{Reason: "no longer needed"}),
 		mk("rejected", "C", approvals(), done("A", `{}`), workflow.Reject{Comment: "wrong"}),
 		mk("waiting", "A", events.Plan{}, workflow.Planned{Plan: chain(), Wait: "waiting for concurrency key \"k\": 1 running"}),
+		mk("confirming", "C", events.Plan{}, workflow.Planned{Plan: confirms(), Confirm: map[string]string{"A": confirmRule}}),
 	}
 }
 

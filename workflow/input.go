@@ -77,6 +77,10 @@ type Planned struct {
 	// TimeoutMS, if positive, bounds the whole workflow.
 	TimeoutMS int64
 	Refused   *PlanError
+	// Confirm holds, by step id, the tool permissions rule by which a step
+	// waits for a confirmation (Approve or Reject, showing its input)
+	// before its first dispatch; a step not named runs when ready.
+	Confirm map[string]string
 	// Wait, when set, holds the planned workflow for a slot of its
 	// concurrency key (events.ConcurrencyQueue): status submitted, phase
 	// waiting, nothing dispatched until Released. It says why, in the
@@ -94,6 +98,8 @@ type Forked struct {
 	From    events.ForkOf
 	Source  *Checkpoint
 	Refused string
+	// Confirm is Planned.Confirm for the steps the fork runs again.
+	Confirm map[string]string
 }
 
 // Malformed ends a workflow whose submission could not be decoded.

@@ -15,6 +15,9 @@ type PlanError struct {
 	StepID  string
 	Pointer string
 	Message string
+	// Rule is the tool permissions rule that refused the plan, when one
+	// did (Code events.CodePermissionDenied).
+	Rule string
 }
 
 func (e *PlanError) Error() string { return "workflow: " + e.Message }

@@ -27,11 +27,11 @@ func (x *tx) planned(in Planned) error {
 		pe = in.Refused
 	}
 	if pe != nil {
-		return x.fail(events.Error{Code: pe.Code, Message: pe.Message, StepID: pe.StepID, Pointer: pe.Pointer}, CausePlan)
+		return x.fail(events.Error{Code: pe.Code, Message: pe.Message, StepID: pe.StepID, Pointer: pe.Pointer, Rule: pe.Rule}, CausePlan)
 	}
 	cp.Stages = stages
 	for _, s := range in.Plan.Steps {
-		cp.Tasks[s.ID] = &Task{Capability: s.Capability, Status: events.StateSubmitted}
+		cp.Tasks[s.ID] = &Task{Capability: s.Capability, Status: events.StateSubmitted, Confirm: in.Confirm[s.ID]}
 	}
 	if in.Cancel != "" {
 		return x.cancel(Cancel{Reason: in.Cancel})
@@ -68,7 +68,13 @@ func (x *tx) planned(in Planned) error {
 	if in.Wait != "" {
 		return nil // Released dispatches
 	}
-	return x.dispatchReady()
+	if err := x.dispatchReady(); err != nil {
+		return err
+	}
+	if len(cp.Awaiting()) > 0 { // a ready step waits for its confirmation
+		x.setStatus(events.StateInputRequired, PhaseAwaiting, CauseConfirm)
+	}
+	return nil
 }
 
 // released starts a workflow that waited for a slot of its concurrency
@@ -111,7 +117,7 @@ func (x *tx) forked(in Forked) error {
 	cp.Query, cp.Plan, cp.Stages = src.Query, src.Plan, src.Stages
 	kept := 0
 	for id, t := range src.Tasks {
-		nt := &Task{Capability: t.Capability, Status: events.StateSubmitted}
+		nt := &Task{Capability: t.Capability, Status: events.StateSubmitted, Confirm: in.Confirm[id]}
 		if t.Status == events.StateCompleted {
 			c := *t
 			nt = &c

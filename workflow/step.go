@@ -147,6 +147,12 @@ func (x *tx) dispatchReady() error {
 			if !ready {
 				continue
 			}
+			if t.Confirm != "" && (t.Approval == nil || t.Approval.State != ApprovalApproved) {
+				if err := x.hold(s, t); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := x.request(s, t, deps, CauseDispatch); err != nil {
 				return err
 			}
@@ -161,6 +167,33 @@ func (x *tx) dispatchReady() error {
 		}
 	}
 	return nil
+}
+
+// hold asks for a confirmation before a ready step runs (Task.Confirm):
+// the step is input-required, its status event shows the rule and the
+// input it would run with, and Approve dispatches it.
+func (x *tx) hold(s events.PlanStep, t *Task) error {
+	t.Approval = &Approval{State: ApprovalPending, BeforeDispatch: true}
+	x.setTask(s.ID, t, events.StateInputRequired, CauseConfirm)
+	shown := "no input"
+	if len(s.Input) > 0 {
+		shown = "input " + clip(string(s.Input), confirmShown)
+	}
+	return x.emit(events.TypeStatus, s.ID, events.Status{State: events.StateInputRequired, StepID: s.ID,
+		Confirm: &events.Confirmation{Capability: t.Capability, Rule: t.Confirm, Input: s.Input},
+		Message: fmt.Sprintf("step %s (%s) waits for a confirmation before it runs (tool permission %s), with %s: approve or reject it with POST /v1/workflows/%s/approve",
+			s.ID, t.Capability, t.Confirm, shown, x.cp.WorkflowID)})
+}
+
+// confirmShown is how much of a held step's input its status message
+// shows; the event's confirm field has all of it.
+const confirmShown = 500
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // request queues the task's next attempt: its step request and, at the
@@ -182,7 +215,7 @@ func (x *tx) request(s events.PlanStep, t *Task, deps map[string]json.RawMessage
 	now := x.now
 	t.DispatchedAt = &now
 	req := events.StepRequested{StepID: s.ID, Capability: t.Capability, Attempt: t.Attempt, Query: cp.Query, Input: s.Input, TimeoutMS: s.TimeoutMS,
-		Problems: cp.Problems(), Conversation: cp.Conversation(), User: cp.User}
+		Problems: cp.Problems(), Conversation: cp.Conversation(), User: cp.User, Role: cp.Role}
 	if len(deps) > 0 {
 		req.DependencyOutputs = deps
 	}

@@ -54,6 +54,9 @@ type planFlags struct {
 	metrics *appMetrics
 	// retention is how long ended workflows are kept (retentionflags.go).
 	retention retentionFlags
+	// perms is the tool permissions table (permflags.go), which serve's
+	// gateway and workers read too.
+	perms permFlags
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
@@ -82,6 +85,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 		"acme/gpt-4o-mini=60000,beta/*=20000 (* is every model without its own; TOKENS:BURST sets the bucket's size, default a minute's worth); "+
 		"agents report what they spend by model, and a step of a capability that spends on a model waits in its queue while its tenant's bucket is empty")
 	f.retention.register(cmd)
+	f.perms.register(cmd)
 	f.flags = cmd.Flags()
 	// Checked before the command connects or starts anything.
 	checkBeforeRun(cmd, func() error {
@@ -165,7 +169,7 @@ func (f *planFlags) config(b *bus.Bus, log *slog.Logger) (orchestrator.Config, e
 	}
 	cfg := orchestrator.Config{TokenLimits: tokenLimits, Bus: b, Logger: log, StepLease: lease, StepHold: f.stepHold, SubmitBound: f.submitBound,
 		Metrics: f.metrics.orchestratorMetrics(), TenantWeights: weights, FlowControlOff: !f.flowControl, Limits: limits, FlowWindow: f.flowWindow,
-		Retention: f.retention.policy(), RetentionInterval: f.retention.sweepInterval()}
+		Retention: f.retention.policy(), RetentionInterval: f.retention.sweepInterval(), Permissions: f.perms.table()}
 	cfg.TracerProvider = f.tracer
 	if f.llmURL == "" {
 		log.Info("planner: heuristic (no --llm-url)")

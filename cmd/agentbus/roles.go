@@ -119,6 +119,7 @@ func newGateway() *cobra.Command {
 	var addr string
 	var auth authFlags
 	var quotas quotaFlags
+	var perms permFlags
 	var ws wsFlags
 	var of otelFlags
 	var ef embedFlags
@@ -152,7 +153,7 @@ func newGateway() *cobra.Command {
 			}
 			defer reg.Close()
 			g, err := gateway.New(ctx, gateway.Config{Bus: b, Addr: addr, Logger: log, Auth: auth.config(), WS: ws.config(), CORS: ws.cors(), Documents: ws.documents(),
-				Quotas: quotas.config(), TracerProvider: tp, Registry: reg})
+				Quotas: quotas.config(), TracerProvider: tp, Registry: reg, Permissions: perms.table()})
 			if err != nil {
 				return &exitError{code: exitUsage, msg: err.Error()}
 			}
@@ -168,6 +169,7 @@ func newGateway() *cobra.Command {
 	cmd.Flags().StringVar(&addr, "http-addr", "127.0.0.1:8080", "HTTP listen address HOST:PORT")
 	auth.register(cmd)
 	quotas.register(cmd)
+	perms.register(cmd)
 	ws.register(cmd)
 	of.register(cmd)
 	ef.register(cmd)

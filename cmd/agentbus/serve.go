@@ -118,7 +118,7 @@ func (f serveFlags) agentDeps(ctx context.Context, log *slog.Logger) (agentDeps,
 		log.Info("search backend", "backend", be.Name(), "profiles", be.Profiles())
 		return be, nil
 	}
-	return agentDeps{log: log, chat: chat, backend: open, embedder: emb}, nil
+	return agentDeps{log: log, chat: chat, backend: open, embedder: emb, perms: f.plan.perms.table()}, nil
 }
 
 // serve runs everything until ctx ends; ready, if not nil, is called once
@@ -217,7 +217,7 @@ func (f serveFlags) config(ctx context.Context, server broker.Config, log *slog.
 		// orchestrator and the gateway.
 		Registry: discovery.Config{Embedder: d.embedder},
 		Gateway: gateway.Config{Auth: f.auth.config(), WS: f.ws.config(), CORS: f.ws.cors(), Documents: f.ws.documents(),
-			Quotas: f.quotas.config(), Metrics: metrics.gatherer(), TracerProvider: tp},
+			Quotas: f.quotas.config(), Metrics: metrics.gatherer(), TracerProvider: tp, Permissions: f.plan.perms.table()},
 	}, stopTracing, nil
 }
 

@@ -52,7 +52,7 @@ func newWorker() *cobra.Command {
 			}
 			open := func() (retrieval.Backend, error) { return sf.open(indexDir) }
 			lenient := !cmd.Flags().Changed("capabilities")
-			w, closeAgents, err := wf.worker(ctx, agentDeps{b: b, log: log, chat: chat, backend: open, embedder: emb, lenient: lenient, metrics: metrics})
+			w, closeAgents, err := wf.worker(ctx, agentDeps{b: b, log: log, chat: chat, backend: open, embedder: emb, lenient: lenient, metrics: metrics, perms: plan.perms.table()})
 			if err != nil {
 				return err
 			}

@@ -25,9 +25,12 @@ import (
 	"github.com/agentbus/agentbus/agents/search"
 	"github.com/agentbus/agentbus/agents/selectweb"
 	"github.com/agentbus/agentbus/agents/sleep"
+	"github.com/agentbus/agentbus/agents/toolagent"
 	"github.com/agentbus/agentbus/agents/websearch"
 	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/llm"
+	"github.com/agentbus/agentbus/permissions"
 	"github.com/agentbus/agentbus/retrieval"
 	"github.com/agentbus/agentbus/subjects"
 )
@@ -36,7 +39,7 @@ import (
 func builtinNames() []string {
 	names := []string{echo.Capability, sleep.Capability, entities.Capability, enhance.Capability, profiles.Capability,
 		routing.Capability, search.Capability, compose.CapabilitySummarize, compose.CapabilityDetailedReport, memory.Capability,
-		ingest.Capability, websearch.Capability, selectweb.Capability}
+		ingest.Capability, websearch.Capability, selectweb.Capability, toolagent.Capability}
 	sort.Strings(names)
 	return names
 }
@@ -61,6 +64,9 @@ type agentDeps struct {
 	// web configures web_search and select (webflags.go); nil: defaults,
 	// no provider.
 	web *webFlags
+	// perms is the tool permissions table: the tool-calling agent offers
+	// a model only the tools it allows.
+	perms permissions.Table
 }
 
 // builtinAgents builds the agents serving caps, one per agent (summarize
@@ -144,6 +150,20 @@ func builtinAgents(ctx context.Context, caps []string, d agentDeps) (list []agen
 			if a, ok, err = webAgent(c, d, explicit); err == nil && !ok {
 				continue
 			}
+		case toolagent.Capability:
+			if d.chat == nil {
+				if explicit {
+					return nil, close, &exitError{code: exitUsage, msg: "--capabilities: agent (the tool-calling agent) needs a model: pass --llm-url"}
+				}
+				d.log.Info("not serving agent, the tool-calling agent: it needs a model (--llm-url)")
+				continue
+			}
+			var reg *discovery.Registry
+			if reg, err = discovery.New(ctx, d.b, nil); err != nil {
+				return nil, close, fmt.Errorf("agent: %w", err)
+			}
+			closers = append(closers, reg.Close)
+			a, err = toolagent.New(toolagent.Config{Bus: d.b, Model: d.chat, Tools: reg, Permissions: d.perms, Logger: d.log})
 		case memory.Capability:
 			var kv *bus.KV
 			if kv, err = d.b.KV(ctx, subjects.BucketMemory); err != nil {
