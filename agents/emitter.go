@@ -16,7 +16,10 @@ type stepEmitter struct {
 	bus    *bus.Bus
 	req    Request
 	source string
-	mu     sync.Mutex
+	// threshold is WorkerConfig.PayloadThreshold: larger artifact data
+	// is offloaded.
+	threshold int
+	mu        sync.Mutex
 	n      int
 }
 
@@ -49,6 +52,9 @@ func (e *stepEmitter) Progress(ctx context.Context, percent float64, message str
 func (e *stepEmitter) Artifact(ctx context.Context, id, name string, data any, appendChunk, last bool) error {
 	raw, err := marshal(data)
 	if err != nil {
+		return err
+	}
+	if raw, err = offload(ctx, e.bus, e.threshold, e.req, "artifact", raw); err != nil {
 		return err
 	}
 	return e.publish(ctx, events.TypeArtifact, events.Artifact{
