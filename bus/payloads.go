@@ -197,3 +197,7 @@ func (b *Bus) RemovePayloads(ctx context.Context, tenant, workflow string) (int,
 	}
 	return b.removeObjects(ctx, os, subjects.ObjectPayloads, prefix)
 }
+
+// MaxPayload is the largest message the server accepts, in bytes (1 MiB
+// unless its max_payload says otherwise).
+func (b *Bus) MaxPayload() int64 { return b.nc.MaxPayload() }
