@@ -20,7 +20,7 @@ type stepEmitter struct {
 	// is offloaded.
 	threshold int
 	mu        sync.Mutex
-	n      int
+	n         int
 }
 
 var _ Emitter = (*stepEmitter)(nil)
