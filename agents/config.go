@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
+	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/llm"
 	"github.com/agentbus/agentbus/subjects"
 )
@@ -53,6 +54,13 @@ type WorkerConfig struct {
 	// ShutdownGrace is how long in-flight steps may finish after Run's
 	// context ends; past it they are handed back for redelivery. Default 10s.
 	ShutdownGrace time.Duration
+	// PayloadThreshold is the size in bytes above which a step's output
+	// or artifact data is stored in the payloads object store and travels
+	// as a reference (events.PayloadRef); default
+	// bus.DefaultPayloadThreshold (256 KiB), negative: never (an output
+	// above NATS's message limit then fails its step). References in a
+	// step's input and dependency outputs are resolved whatever it is.
+	PayloadThreshold int
 	// Embedder embeds agent descriptions for discovery; default local.
 	Embedder llm.Embedder
 	Logger   *slog.Logger
@@ -88,6 +96,9 @@ func (c *WorkerConfig) setDefaults() {
 	def(&c.ReplyRetry, 30*time.Second)
 	def(&c.Heartbeat, discovery.DefaultHeartbeat)
 	def(&c.ShutdownGrace, 10*time.Second)
+	if c.PayloadThreshold == 0 {
+		c.PayloadThreshold = bus.DefaultPayloadThreshold
+	}
 	if c.Embedder == nil {
 		c.Embedder = llm.LocalEmbedder{}
 	}
@@ -140,6 +151,9 @@ func (c WorkerConfig) Validate() error {
 	}
 	if c.ReplyRetry < 0 {
 		errs = append(errs, fmt.Errorf("agents: reply retry %s is negative", c.ReplyRetry))
+	}
+	if c.PayloadThreshold >= 0 && c.PayloadThreshold < events.MaxRefLen {
+		errs = append(errs, fmt.Errorf("agents: payload threshold %d bytes is below %d, the largest reference (negative: never offload)", c.PayloadThreshold, events.MaxRefLen))
 	}
 	if c.StepTimeout <= 0 || c.ShutdownGrace < 0 {
 		errs = append(errs, errors.New("agents: step timeout must be positive and shutdown grace not negative"))

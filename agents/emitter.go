@@ -16,8 +16,11 @@ type stepEmitter struct {
 	bus    *bus.Bus
 	req    Request
 	source string
-	mu     sync.Mutex
-	n      int
+	// threshold is WorkerConfig.PayloadThreshold: larger artifact data
+	// is offloaded.
+	threshold int
+	mu        sync.Mutex
+	n         int
 }
 
 var _ Emitter = (*stepEmitter)(nil)
@@ -49,6 +52,9 @@ func (e *stepEmitter) Progress(ctx context.Context, percent float64, message str
 func (e *stepEmitter) Artifact(ctx context.Context, id, name string, data any, appendChunk, last bool) error {
 	raw, err := marshal(data)
 	if err != nil {
+		return err
+	}
+	if raw, err = offload(ctx, e.bus, e.threshold, e.req, "artifact", raw); err != nil {
 		return err
 	}
 	return e.publish(ctx, events.TypeArtifact, events.Artifact{

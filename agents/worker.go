@@ -372,7 +372,10 @@ func (w *Worker) run(ctx context.Context, a Agent, req Request, d *bus.Delivery)
 			err = fmt.Errorf("agents: %s panicked: %v", req.Capability, r)
 		}
 	}()
-	out, err = a.Handle(sctx, req, &stepEmitter{bus: w.cfg.Bus, req: req, source: events.SourceAgentPrefix + req.Capability})
+	if err := resolvePayloads(sctx, w.cfg.Bus, &req); err != nil {
+		return nil, err
+	}
+	out, err = a.Handle(sctx, req, &stepEmitter{bus: w.cfg.Bus, req: req, source: events.SourceAgentPrefix + req.Capability, threshold: w.cfg.PayloadThreshold})
 	if err != nil {
 		if errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 			return nil, fmt.Errorf("agents: step timed out after %s: %w", limit, err)
@@ -385,7 +388,7 @@ func (w *Worker) run(ctx context.Context, a Agent, req Request, d *bus.Delivery)
 	if !json.Valid(out) {
 		return nil, fmt.Errorf("agents: %s returned invalid JSON", req.Capability)
 	}
-	return out, nil
+	return offload(sctx, w.cfg.Bus, w.cfg.PayloadThreshold, req, "output", out)
 }
 
 func marshal(v any) (json.RawMessage, error) {

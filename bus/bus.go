@@ -50,6 +50,8 @@ type Bus struct {
 	electionWait time.Duration
 	// objects is the uploads object store once opened (uploads.go).
 	objects objectStoreCache
+	// payloads is the large payloads' object store once opened (payloads.go).
+	payloads objectStoreCache
 	// queues holds the queue consumers made so far, by name (queue.go).
 	queues sync.Map
 	// ops counts what it asked of JetStream (ops.go).

@@ -251,6 +251,7 @@ func (b *Bus) provision(ctx context.Context, cfg StreamsConfig, scaled map[strin
 		errs = append(errs, b.ensureBucket(ctx, want, cfg.UpdateReplicas, scaled))
 	}
 	errs = append(errs, b.ensureObjectStore(ctx, UploadsStore(cfg.Replicas), cfg.UpdateReplicas, scaled))
+	errs = append(errs, b.ensureObjectStore(ctx, PayloadsStore(cfg.Replicas), cfg.UpdateReplicas, scaled))
 	return errors.Join(errs...)
 }
 

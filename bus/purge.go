@@ -91,12 +91,20 @@ func (b *Bus) RemoveUploads(ctx context.Context, tenant, upload string) (int, er
 	if err != nil {
 		return 0, err
 	}
+	return b.removeObjects(ctx, os, subjects.ObjectUploads, prefix)
+}
+
+// removeObjects removes every object of bucket (open as os) whose name
+// begins with prefix, their delete markers too, and returns how many
+// objects it removed. It lists the bucket's objects: their metadata, not
+// their data.
+func (b *Bus) removeObjects(ctx context.Context, os jetstream.ObjectStore, bucket, prefix string) (int, error) {
 	infos, err := os.List(ctx, jetstream.ListObjectsShowDeleted())
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("bus: list uploads: %w", err)
+		return 0, fmt.Errorf("bus: list %s: %w", bucket, err)
 	}
 	n := 0
 	for _, info := range infos {
@@ -105,14 +113,14 @@ func (b *Bus) RemoveUploads(ctx context.Context, tenant, upload string) (int, er
 		}
 		if !info.Deleted {
 			if err := os.Delete(ctx, info.Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-				return n, fmt.Errorf("bus: delete upload %s: %w", info.Name, err)
+				return n, fmt.Errorf("bus: delete %s from %s: %w", info.Name, bucket, err)
 			}
 			n++
 		}
 		// The delete leaves the object's metadata as a marker; it goes
-		// too, so that nothing of the upload stays on disk.
-		meta := "$O." + subjects.ObjectUploads + ".M." + base64.URLEncoding.EncodeToString([]byte(info.Name))
-		if _, err := b.PurgeSubject(ctx, "OBJ_"+subjects.ObjectUploads, meta); err != nil {
+		// too, so that nothing of it stays on disk.
+		meta := "$O." + bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(info.Name))
+		if _, err := b.PurgeSubject(ctx, "OBJ_"+bucket, meta); err != nil {
 			return n, err
 		}
 	}

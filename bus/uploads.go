@@ -60,32 +60,40 @@ type objectStoreCache struct {
 // uploads opens the object store, creating it when a deployment provisioned
 // before it existed has none yet.
 func (b *Bus) uploads(ctx context.Context) (jetstream.ObjectStore, error) {
-	b.objects.mu.Lock()
-	defer b.objects.mu.Unlock()
-	if b.objects.os != nil {
-		return b.objects.os, nil
+	return b.objectStore(ctx, &b.objects, UploadsStore)
+}
+
+// objectStore opens the object store config names, once per cache,
+// creating it (with the checkpoints' replicas) when a deployment
+// provisioned before it existed has none yet.
+func (b *Bus) objectStore(ctx context.Context, cache *objectStoreCache, config func(replicas int) jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	if cache.os != nil {
+		return cache.os, nil
 	}
-	os, err := b.openUploads(ctx)
+	os, err := b.openObjectStore(ctx, config)
 	if err == nil {
-		b.objects.os = os
+		cache.os = os
 	}
 	return os, err
 }
 
-func (b *Bus) openUploads(ctx context.Context) (jetstream.ObjectStore, error) {
-	os, err := b.js.ObjectStore(ctx, subjects.ObjectUploads)
+func (b *Bus) openObjectStore(ctx context.Context, config func(replicas int) jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
+	bucket := config(1).Bucket
+	os, err := b.js.ObjectStore(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		replicas, rerr := b.checkpointsReplicas(ctx)
 		if rerr != nil {
 			replicas = 1 // not provisioned at all: a test's bare server
 		}
-		os, err = b.js.CreateObjectStore(ctx, UploadsStore(replicas))
+		os, err = b.js.CreateObjectStore(ctx, config(replicas))
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			os, err = b.js.ObjectStore(ctx, subjects.ObjectUploads)
+			os, err = b.js.ObjectStore(ctx, bucket)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("bus: uploads store: %w", err)
+		return nil, fmt.Errorf("bus: object store %s: %w", bucket, err)
 	}
 	return os, nil
 }

@@ -219,6 +219,7 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc("GET /v1/agents", g.agents)
 	g.mux.HandleFunc("GET /v1/workflows", g.list)
 	g.mux.HandleFunc("GET /v1/workflows/{id}/checkpoints", g.checkpointsHistory)
+	g.mux.HandleFunc(routePayload, g.payload)
 	g.mux.HandleFunc("POST /v1/workflows/{id}/fork", g.fork)
 	g.mux.HandleFunc("POST /v1/workflows/{id}/cancel", g.control(events.ActionCancel))
 	g.mux.HandleFunc("POST /v1/workflows/{id}/resume", g.control(events.ActionResume))

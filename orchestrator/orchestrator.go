@@ -242,9 +242,13 @@ type Orchestrator struct {
 	// stripes serialise transitions of one workflow within this process,
 	// so that its replies arriving together do not fight over the
 	// checkpoint revision; across processes the revision check decides.
-	stripes     [64]sync.Mutex
-	cache       sync.Map // checkpoint key → cached
-	cfg         Config
+	stripes [64]sync.Mutex
+	cache   sync.Map // checkpoint key → cached
+	cfg     Config
+	// fitLimit is the size above which a checkpoint's inline outputs
+	// move to the payloads store (payloads.go): 3/4 of the server's
+	// message limit, room for headers and a transition's growth.
+	fitLimit    int64
 	bus         *bus.Bus
 	log         *slog.Logger
 	checkpoints *bus.KV
@@ -321,7 +325,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		}
 	}
 	o := &Orchestrator{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "orchestrator"), checkpoints: kv, controls: ctl,
-		leases: leases, sessions: cfg.Sessions}
+		leases: leases, sessions: cfg.Sessions, fitLimit: cfg.Bus.MaxPayload() * 3 / 4}
 	if !cfg.FlowControlOff {
 		o.admission = newAdmission(o)
 		o.tokens = newTokenLimits(o)

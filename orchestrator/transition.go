@@ -102,6 +102,9 @@ func (o *Orchestrator) create(ctx context.Context, cp *workflow.Checkpoint, eff 
 		return err
 	}
 	data, err := json.Marshal(cp)
+	if err == nil {
+		data, err = o.fit(ctx, cp, data)
+	}
 	if err != nil {
 		return err
 	}
@@ -246,6 +249,9 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 			return applied{}, err
 		}
 		data, err := json.Marshal(cp)
+		if err == nil {
+			data, err = o.fit(ctx, cp, data)
+		}
 		if err != nil {
 			return applied{}, err
 		}

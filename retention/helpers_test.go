@@ -24,6 +24,8 @@ type world struct {
 	env      *bustest.Env
 	cps      *bus.KV
 	sessions *sessions.Store
+	// payloads holds the references of what seed stored, by workflow id.
+	payloads map[string][]events.PayloadRef
 }
 
 func newWorld(t *testing.T) *world {
@@ -37,7 +39,7 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &world{t: t, env: env, cps: cps, sessions: st}
+	return &world{t: t, env: env, cps: cps, sessions: st, payloads: map[string][]events.PayloadRef{}}
 }
 
 // wf describes a workflow to seed.
@@ -46,6 +48,7 @@ type wf struct {
 	status     events.State
 	session    string // a turn of this session ("": none)
 	upload     bool   // an ingest workflow with an upload left
+	payloads   int    // large payloads it stored (AGENTBUS_PAYLOADS)
 	revisions  int    // checkpoint revisions (at least 1)
 	events     int    // events in its log
 }
@@ -64,6 +67,14 @@ func (x *world) seed(ctx context.Context, w wf) {
 		if _, err := x.env.Bus.PutUpload(ctx, name, bytes.NewReader(bytes.Repeat([]byte("x"), 4096))); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for i := range w.payloads {
+		base := events.StepKey(w.tenant, w.id, fmt.Sprintf("s%d", i), 1)
+		ref, err := x.env.Bus.PutPayload(ctx, base, "output", bus.ContentTypeJSON, bytes.Repeat([]byte("7"), 300<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.payloads[w.id] = append(x.payloads[w.id], ref)
 	}
 	if w.session != "" {
 		cp.Session = &workflow.SessionState{ID: w.session}
@@ -106,7 +117,7 @@ func (x *world) seed(ctx context.Context, w wf) {
 
 // left says what of a workflow is still stored.
 type left struct {
-	checkpoint, events, control, turn, upload bool
+	checkpoint, events, control, turn, upload, payload bool
 }
 
 func (x *world) left(ctx context.Context, w wf) left {
@@ -143,6 +154,13 @@ func (x *world) left(ctx context.Context, w wf) left {
 			t.Fatal(err)
 		}
 		l.upload = len(names) > 0
+	}
+	for _, ref := range x.payloads[w.id] {
+		_, err := x.env.Bus.GetPayload(ctx, w.tenant, ref)
+		if err != nil && !errors.Is(err, bus.ErrNotFound) {
+			t.Fatal(err)
+		}
+		l.payload = l.payload || err == nil
 	}
 	return l
 }

@@ -37,11 +37,13 @@ func (e *RunningError) Unwrap() error { return ErrRunning }
 type Purged struct {
 	Status events.State `json:"status"`
 	// Revisions, Events, Messages (replies, timers, the control record)
-	// and Uploads count what went; Turn says a session's turn went.
+	// Uploads and Payloads (large inputs, outputs and artifacts in
+	// AGENTBUS_PAYLOADS) count what went; Turn says a session's turn went.
 	Revisions uint64 `json:"revisions"`
 	Events    uint64 `json:"events"`
 	Messages  uint64 `json:"messages"`
 	Uploads   int    `json:"uploads"`
+	Payloads  int    `json:"payloads"`
 	Turn      bool   `json:"session_turn"`
 }
 
@@ -78,7 +80,8 @@ func NewPurger(ctx context.Context, b *bus.Bus, store *sessions.Store) (*Purger,
 
 // Purge removes an ended workflow of tenant now, whatever its retention:
 // its checkpoint with every revision, its events, replies, timers and
-// control record, its turn in its session and what is left of its upload.
+// control record, its turn in its session, what is left of its upload and
+// its large payloads.
 // A workflow that has not ended is a *RunningError and stays as it was; an
 // unknown one wraps ErrNotFound. A purge that stopped half way (the
 // checkpoint deleted, not yet purged) is finished.
@@ -150,6 +153,13 @@ func (p *Purger) remove(ctx context.Context, key string, cp *workflow.Checkpoint
 			return out, fmt.Errorf("retention: %s: uploads: %w", key, err)
 		}
 		out.Uploads = n
+	}
+	// The payloads go before the events and the checkpoint that refer
+	// to them: a purge that stops in between is finished from the
+	// checkpoint's history, and finds none left.
+	var err error
+	if out.Payloads, err = p.bus.RemovePayloads(ctx, tenant, id); err != nil {
+		return out, fmt.Errorf("retention: %s: payloads: %w", key, err)
 	}
 	evs, err := subjects.Events(tenant, id)
 	if err != nil {

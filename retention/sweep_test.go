@@ -172,9 +172,11 @@ func TestPurge(t *testing.T) {
 	x := newWorld(t)
 	ctx := t.Context()
 	running := wf{tenant: "acme", id: "r", status: events.StateWorking, revisions: 2, events: 2}
-	ended := wf{tenant: "acme", id: "e", status: events.StateFailed, session: "s", upload: true, revisions: 3, events: 3}
+	ended := wf{tenant: "acme", id: "e", status: events.StateFailed, session: "s", upload: true, payloads: 2, revisions: 3, events: 3}
 	half := wf{tenant: "acme", id: "h", status: events.StateCompleted, revisions: 2, events: 2}
-	for _, w := range []wf{running, ended, half} {
+	// "e-2"'s payloads share "acme/e" with "e"'s, not "acme/e/".
+	neighbour := wf{tenant: "acme", id: "e-2", status: events.StateCompleted, payloads: 1, revisions: 1}
+	for _, w := range []wf{running, ended, half, neighbour} {
 		x.seed(ctx, w)
 	}
 	now := time.Now()
@@ -188,11 +190,14 @@ func TestPurge(t *testing.T) {
 		t.Errorf("running workflow after a refused purge: %+v", l)
 	}
 	got, err := p.Purge(ctx, "acme", "e")
-	if err != nil || got.Status != events.StateFailed || got.Events != 3 || got.Uploads != 1 || !got.Turn || got.Revisions < 3 {
+	if err != nil || got.Status != events.StateFailed || got.Events != 3 || got.Uploads != 1 || got.Payloads != 2 || !got.Turn || got.Revisions < 3 {
 		t.Errorf("purge: %+v, %v", got, err)
 	}
 	if l := x.left(ctx, ended); l != (left{}) {
 		t.Errorf("after purge: left %+v", l)
+	}
+	if l := x.left(ctx, neighbour); !l.payload || !l.checkpoint {
+		t.Errorf("a neighbour's payload went with the purge: %+v", l)
 	}
 	if _, err := p.Purge(ctx, "acme", "e"); !errors.Is(err, retention.ErrNotFound) {
 		t.Errorf("purge again: %v, want ErrNotFound", err)

@@ -35,6 +35,12 @@ const (
 // "<tenant>/<upload>/<n>".
 const ObjectUploads = "AGENTBUS_UPLOADS"
 
+// ObjectPayloads is the JetStream object store that holds step inputs,
+// outputs and artifacts too large to travel in a message, named
+// "<tenant>/<workflow>/<step>/<attempt>/<kind>-<sha256 prefix>"; they
+// travel as references (events.PayloadRef) and go with their workflow.
+const ObjectPayloads = "AGENTBUS_PAYLOADS"
+
 // Durable consumer names shared by every instance of a role.
 const (
 	// ConsumerSubmissions is the orchestrators' shared consumer on StreamWorkflows.

@@ -233,6 +233,8 @@ type workerFlags struct {
 	a2a a2aFlags
 	// mcpServers are --mcp-server specs (mcptools.go).
 	mcpServers []string
+	// payloadThreshold is --payload-threshold (payloadflag.go).
+	payloadThreshold payloadThreshold
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -247,6 +249,8 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.retryMax, "retry-max", 10*time.Second, "longest retry delay")
 	fl.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, time for in-flight steps to finish before they are handed back")
 	fl.StringArrayVar(&f.mcpServers, "mcp-server", nil, mcpServerHelp)
+	f.payloadThreshold = defaultPayloadThreshold
+	fl.Var(&f.payloadThreshold, "payload-threshold", "a step output or artifact larger than this is stored in object store AGENTBUS_PAYLOADS and travels as a reference (256KiB, 1MiB, a byte count, or off)")
 	f.web.register(cmd)
 	f.a2a.register(cmd)
 }
@@ -278,7 +282,7 @@ func (f *workerFlags) worker(ctx context.Context, d agentDeps) (*agents.Worker, 
 		Bus: d.b, Agents: list, Concurrency: f.concurrency, MaxDeliver: f.maxDeliver, AckWait: f.ackWait,
 		StepTimeout: f.stepTimeout, Heartbeat: f.heartbeat, RetryBase: f.retryBase, RetryMax: f.retryMax,
 		ShutdownGrace: f.shutdownGrace, Logger: d.log, Metrics: d.metrics.workerMetrics(),
-		TracerProvider: f.tracer,
+		TracerProvider: f.tracer, PayloadThreshold: int(f.payloadThreshold),
 	})
 	if err != nil {
 		closeAgents()

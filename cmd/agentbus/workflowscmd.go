@@ -245,8 +245,12 @@ func newDelete() *cobra.Command {
 			if p.Turn {
 				turn = ", its session turn"
 			}
-			fmt.Fprintf(w, "deleted workflow %s (%s): %d checkpoint revisions, %d events, %d other messages%s, %d uploaded files\n",
-				out.WorkflowID, p.Status, p.Revisions, p.Events, p.Messages, turn, p.Uploads)
+			payloads := ""
+			if p.Payloads > 0 {
+				payloads = fmt.Sprintf(", %d large payloads", p.Payloads)
+			}
+			fmt.Fprintf(w, "deleted workflow %s (%s): %d checkpoint revisions, %d events, %d other messages%s, %d uploaded files%s\n",
+				out.WorkflowID, p.Status, p.Revisions, p.Events, p.Messages, turn, p.Uploads, payloads)
 			return nil
 		},
 	}

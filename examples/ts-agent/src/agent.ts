@@ -1,14 +1,20 @@
 // An agentbus agent in TypeScript, written only from the README's section
 // "Writing an agent in any language": it serves the capability "shout",
-// which upper-cases input.text, with nothing but the official NATS client.
+// which upper-cases input.text (or the "text" of its first dependency's output), repeated
+// input.repeat times, with nothing but the official NATS client. Large payloads (README, "Large
+// payloads"): references in its input and dependency outputs are read from the object store, and
+// an output above the threshold is stored there and answered as a reference.
 //
-//   NATS_URL            the server (default nats://127.0.0.1:4222)
-//   AGENT_ACK_WAIT_MS   AckWait of the consumer when this agent creates it (default 30000)
-//   AGENT_MAX_DELIVER   deliveries before the dead letter (default 5)
-//   AGENT_WORK_MS       how long shouting takes, to show in-progress acks (default 0)
+//   NATS_URL                 the server (default nats://127.0.0.1:4222)
+//   AGENT_ACK_WAIT_MS        AckWait of the consumer when this agent creates it (default 30000)
+//   AGENT_MAX_DELIVER        deliveries before the dead letter (default 5)
+//   AGENT_WORK_MS            how long shouting takes, to show in-progress acks (default 0)
+//   AGENT_PAYLOAD_THRESHOLD  bytes above which an output travels as a reference (default 262144)
 //
 // It logs one JSON object a line on stdout.
+import { createHash } from "node:crypto";
 import { connect, headers, nanos, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
+import { Objm, type ObjectStore } from "@nats-io/obj";
 import {
   AckPolicy,
   jetstream,
@@ -28,6 +34,9 @@ const natsURL = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
 const ackWaitMs = envInt("AGENT_ACK_WAIT_MS", 30_000);
 const maxDeliver = envInt("AGENT_MAX_DELIVER", 5);
 const workMs = envInt("AGENT_WORK_MS", 0);
+const payloadThreshold = envInt("AGENT_PAYLOAD_THRESHOLD", 256 * 1024);
+const payloadBucket = "AGENTBUS_PAYLOADS";
+const refKey = "$agentbus_ref";
 
 // The CloudEvent types this agent reads and writes (README, steps 2 and 4, and the events table).
 const types = {
@@ -45,7 +54,11 @@ type Step = {
   stepID: string;
   attempt: number;
   input: unknown;
+  dependencyOutputs: Record<string, unknown>;
 };
+
+// PayloadRef is what travels in place of a payload above the threshold (README, "Large payloads").
+type PayloadRef = { bucket: string; key: string; size: number; sha256: string; content_type?: string };
 
 // PermanentError is a failure that no retry can mend: it is answered with step.failed at once.
 class PermanentError extends Error {}
@@ -90,7 +103,7 @@ function parse(msg: JsMsg): Step {
   const workflow = h?.get("ce-workflowid") ?? "";
   if (!tenant || !workflow) throw new PermanentError("step request without ce-tenantid or ce-workflowid");
   if (h?.get("ce-type") !== types.requested) throw new PermanentError(`ce-type ${h?.get("ce-type")}: want ${types.requested}`);
-  let data: { step_id?: unknown; capability?: unknown; attempt?: unknown; input?: unknown };
+  let data: { step_id?: unknown; capability?: unknown; attempt?: unknown; input?: unknown; dependency_outputs?: unknown };
   try {
     data = JSON.parse(new TextDecoder().decode(msg.data));
   } catch (err) {
@@ -99,7 +112,9 @@ function parse(msg: JsMsg): Step {
   const stepID = typeof data.step_id === "string" ? data.step_id : (h?.get("ce-stepid") ?? "");
   const attempt = typeof data.attempt === "number" ? data.attempt : 1;
   if (!stepID) throw new PermanentError("step request without step_id");
-  return { tenant, workflow, stepID, attempt, input: data.input };
+  const deps = data.dependency_outputs;
+  const dependencyOutputs = deps && typeof deps === "object" ? (deps as Record<string, unknown>) : {};
+  return { tenant, workflow, stepID, attempt, input: data.input, dependencyOutputs };
 }
 
 // cloudEvent returns the headers of a message this agent publishes about a step (README step 4).
@@ -142,13 +157,72 @@ class Emitter {
   }
 }
 
+// asRef returns v's reference when v is one: an object whose only member is "$agentbus_ref".
+function asRef(v: unknown): PayloadRef | null {
+  if (!v || typeof v !== "object" || Array.isArray(v)) return null;
+  const keys = Object.keys(v);
+  if (keys.length !== 1 || keys[0] !== refKey) return null;
+  const r = (v as Record<string, PayloadRef>)[refKey];
+  if (!r || typeof r.key !== "string" || typeof r.sha256 !== "string" || typeof r.size !== "number") {
+    throw new PermanentError(`malformed payload reference ${JSON.stringify(v)}`);
+  }
+  return r;
+}
+
+const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+
+// Payloads reads and writes the large payloads of a tenant's steps in object store AGENTBUS_PAYLOADS.
+class Payloads {
+  private store?: Promise<ObjectStore>;
+  constructor(private nc: NatsConnection) {}
+
+  private open(): Promise<ObjectStore> {
+    this.store ??= new Objm(this.nc).open(payloadBucket);
+    return this.store;
+  }
+
+  // resolve returns v, or the payload it refers to (parsed), checked against its size and SHA-256.
+  async resolve(step: Step, v: unknown): Promise<unknown> {
+    const ref = asRef(v);
+    if (!ref) return v;
+    if (ref.bucket !== payloadBucket || !ref.key.startsWith(`${step.tenant}/`)) {
+      throw new PermanentError(`payload ${ref.key} is not tenant ${step.tenant}'s`);
+    }
+    const data = await (await this.open()).getBlob(ref.key);
+    if (data === null) throw new PermanentError(`payload ${ref.bucket}/${ref.key} (${ref.size} bytes) is gone`);
+    if (data.length !== ref.size || sha256(data) !== ref.sha256) {
+      throw new PermanentError(`payload ${ref.key} does not match its reference (${data.length} bytes read)`);
+    }
+    return JSON.parse(new TextDecoder().decode(data));
+  }
+
+  // offload returns the JSON of v, or of a reference to it once stored when it is above the threshold.
+  async offload(step: Step, v: unknown): Promise<unknown> {
+    const bytes = json(v);
+    if (payloadThreshold < 0 || bytes.length <= payloadThreshold) return v;
+    const digest = sha256(bytes);
+    const key = `${step.tenant}/${step.workflow}/${step.stepID}/${step.attempt}/output-${digest.slice(0, 16)}`;
+    const h = headers();
+    h.set("Content-Type", "application/json");
+    await (await this.open()).putBlob({ name: key, headers: h }, bytes);
+    const ref: PayloadRef = { bucket: payloadBucket, key, size: bytes.length, sha256: digest, content_type: "application/json" };
+    return { [refKey]: ref };
+  }
+}
+
 // shout is the capability itself.
-async function shout(step: Step, emit: Emitter): Promise<unknown> {
-  const input = step.input as { text?: unknown } | null;
+async function shout(step: Step, emit: Emitter, payloads: Payloads): Promise<unknown> {
+  let input = (await payloads.resolve(step, step.input)) as { text?: unknown; repeat?: unknown } | null;
+  if (typeof input?.text !== "string") {
+    const first = Object.values(step.dependencyOutputs)[0];
+    const dep = (await payloads.resolve(step, first)) as { text?: unknown } | null;
+    if (typeof dep?.text === "string") input = { ...input, text: dep.text };
+  }
   if (typeof input?.text !== "string") throw new PermanentError("input.text must be a string");
+  const repeat = typeof input.repeat === "number" && input.repeat > 1 ? Math.floor(input.repeat) : 1;
   await emit.progress(10, "shouting");
-  const text = input.text.toUpperCase();
-  await emit.artifact(`${step.stepID}-shout`, "shout.txt", { text });
+  const text = input.text.toUpperCase().repeat(repeat);
+  await emit.artifact(`${step.stepID}-shout`, "shout.txt", { text: text.length > 1024 ? text.slice(0, 1024) : text });
   log("working", { workflow: step.workflow, step: step.stepID, work_ms: workMs });
   await new Promise((resolve) => setTimeout(resolve, workMs));
   return { text };
@@ -177,7 +251,7 @@ async function deadLetter(js: JetStreamClient, msg: JsMsg, step: Step, deliverie
 }
 
 // handle serves one delivery of a step, from pickup to its ack or nak.
-async function handle(js: JetStreamClient, msg: JsMsg, ackWaitMs: number): Promise<void> {
+async function handle(js: JetStreamClient, payloads: Payloads, msg: JsMsg, ackWaitMs: number): Promise<void> {
   const deliveries = msg.info.deliveryCount;
   // An in-progress ack at least every AckWait/3 keeps the step ours while it runs (README step 3).
   const keepalive = setInterval(() => msg.working(), Math.max(ackWaitMs / 3, 100));
@@ -197,7 +271,7 @@ async function handle(js: JetStreamClient, msg: JsMsg, ackWaitMs: number): Promi
       log("step dead-lettered", { workflow: step.workflow, step: step.stepID, delivery: deliveries });
     } else {
       try {
-        const output = await shout(step, new Emitter(js, step));
+        const output = await payloads.offload(step, await shout(step, new Emitter(js, step), payloads));
         await reply(js, step, types.completed, { output });
         log("step completed", { workflow: step.workflow, step: step.stepID, delivery: deliveries });
       } catch (err) {
@@ -220,6 +294,7 @@ async function handle(js: JetStreamClient, msg: JsMsg, ackWaitMs: number): Promi
 async function main(): Promise<void> {
   const nc = await connect({ servers: natsURL, name: "ts-agent", maxReconnectAttempts: -1 });
   const js = jetstream(nc);
+  const payloads = new Payloads(nc);
   const { consumer, ackWaitMs: wait } = await bind(nc);
   let stopping = false;
   const stop = () => {
@@ -238,7 +313,7 @@ async function main(): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       continue;
     }
-    if (msg) await handle(js, msg, wait);
+    if (msg) await handle(js, payloads, msg, wait);
   }
   await nc.drain();
   log("stopped");
