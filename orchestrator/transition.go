@@ -101,7 +101,7 @@ func (o *Orchestrator) create(ctx context.Context, cp *workflow.Checkpoint, eff 
 	if err := o.recordTurn(ctx, cp); err != nil {
 		return err
 	}
-	data, err := json.Marshal(cp)
+	data, err := encode(cp)
 	if err == nil {
 		data, err = o.fit(ctx, cp, data)
 	}
@@ -248,7 +248,7 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 		if err := o.recordTurn(ctx, cp); err != nil {
 			return applied{}, err
 		}
-		data, err := json.Marshal(cp)
+		data, err := encode(cp)
 		if err == nil {
 			data, err = o.fit(ctx, cp, data)
 		}
@@ -389,7 +389,7 @@ func (o *Orchestrator) clearNow(ctx context.Context, key string, rev uint64) (bo
 		}
 		cp.Outbox = nil
 	}
-	data, err := json.Marshal(cp)
+	data, err := encode(cp)
 	if err != nil {
 		return true, err
 	}
@@ -444,7 +444,7 @@ func (o *Orchestrator) remember(key string, cp *workflow.Checkpoint, rev uint64)
 
 // clear writes cp (with an empty outbox) if it had one at rev.
 func (o *Orchestrator) clear(ctx context.Context, key string, cp *workflow.Checkpoint, rev uint64) (uint64, error) {
-	data, err := json.Marshal(cp)
+	data, err := encode(cp)
 	if err != nil {
 		return rev, err
 	}
