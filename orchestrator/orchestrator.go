@@ -14,7 +14,9 @@ import (
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
+	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/retention"
+	"github.com/agentbus/agentbus/schedule"
 	"github.com/agentbus/agentbus/sessions"
 	"github.com/agentbus/agentbus/subjects"
 	"github.com/agentbus/agentbus/workflow"
@@ -236,6 +238,7 @@ type Orchestrator struct {
 	retention *retention.Sweeper // nil when the sweep is off
 	tracer    trace.Tracer
 	sessions  *sessions.Store
+	schedules *schedule.Store // schedule.go
 	concState
 	// background runs work that no transition waits for (a session's
 	// summary by a model); Run cancels backgroundCtx and waits for it.
@@ -271,6 +274,10 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	if err := cfg.Bus.EnsureQueue(ctx); err != nil {
 		return nil, fmt.Errorf("orchestrator: %w", err)
 	}
+	scheds, err := schedule.Open(ctx, cfg.Bus, events.SourceOrchestrator)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
 	if cfg.Registry == nil {
 		if cfg.Registry, err = discovery.New(ctx, cfg.Bus, nil); err != nil {
 			return nil, fmt.Errorf("orchestrator: %w", err)
@@ -297,7 +304,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		}
 	}
 	o := &Orchestrator{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "orchestrator"), checkpoints: kv, controls: ctl,
-		leases: leases, sessions: cfg.Sessions}
+		leases: leases, sessions: cfg.Sessions, schedules: scheds}
 	if !cfg.FlowControlOff {
 		o.admission = newAdmission(o)
 		o.tokens = newTokenLimits(o)
@@ -344,6 +351,8 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			AckWait: o.cfg.AckWait, Concurrency: o.cfg.Concurrency, MaxDeliver: -1,
 		}, o.handleTimer)
 	}()
+	var schedErr error
+	wg.Go(func() { schedErr = o.runSchedules(ctx) })
 	if o.cfg.StepLease > 0 {
 		wg.Add(1)
 		go func() { defer wg.Done(); o.scan.run(ctx) }()
@@ -362,7 +371,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	wg.Wait()
 	o.cancelBackground()
 	o.background.Wait()
-	return errors.Join(errs...)
+	return errors.Join(append(errs, schedErr)...)
 }
 
 // Checkpoint returns a workflow's current checkpoint, or bus.ErrNotFound.
