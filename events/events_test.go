@@ -21,7 +21,7 @@ var (
 	allKind = []events.Type{
 		events.TypeWorkflowSubmitted, events.TypeStepRequested, events.TypeStepCompleted,
 		events.TypeStepFailed, events.TypeControl, events.TypeStatus, events.TypeProgress,
-		events.TypeArtifact, events.TypeError, events.TypeComplete, events.TypeCancelled, events.TypeDeadline,
+		events.TypeArtifact, events.TypeError, events.TypeComplete, events.TypeCancelled, events.TypeDeadline, events.TypeScheduleFire,
 		events.TypeCustom,
 	}
 )
@@ -77,9 +77,10 @@ var payloads = map[events.Type]any{
 		},
 		DurationMS: 4021,
 	},
-	events.TypeCancelled: &events.Cancelled{Reason: "canceled by user"},
-	events.TypeDeadline:  &events.Deadline{At: time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)},
-	events.TypeCustom:    &events.Custom{Payload: json.RawMessage(`{"ticket":"OPS-12"}`), Metadata: map[string]string{"source": "jira"}},
+	events.TypeCancelled:    &events.Cancelled{Reason: "canceled by user"},
+	events.TypeDeadline:     &events.Deadline{At: time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)},
+	events.TypeScheduleFire: &events.ScheduleFire{ScheduleID: "nightly", Kind: events.FireScheduled, Generation: 3},
+	events.TypeCustom:       &events.Custom{Payload: json.RawMessage(`{"ticket":"OPS-12"}`), Metadata: map[string]string{"source": "jira"}},
 }
 
 func TestTypes(t *testing.T) {

@@ -20,6 +20,9 @@ const (
 	// TypeDeadline is a workflow's durable timer, held on its reply subject
 	// until it is due; data is Deadline.
 	TypeDeadline Type = "io.agentbus.workflow.deadline.v1"
+	// TypeScheduleFire asks an orchestrator to start a schedule's workflow
+	// for a slot; data is ScheduleFire.
+	TypeScheduleFire Type = "io.agentbus.schedule.fire.v1"
 
 	// TypeStatus is a client event: the workflow's or a step's state changed; data is Status.
 	TypeStatus Type = "io.agentbus.workflow.status.v1"
@@ -47,6 +50,7 @@ var typeInfo = map[Type]struct{ schema, short string }{
 	TypeStepFailed:        {"step.failed", "step.failed"},
 	TypeControl:           {"control", "control"},
 	TypeDeadline:          {"deadline", "deadline"},
+	TypeScheduleFire:      {"schedule.fire", "schedule.fire"},
 	TypeStatus:            {"status", "status"},
 	TypeProgress:          {"progress", "progress"},
 	TypeArtifact:          {"artifact", "artifact"},

@@ -157,6 +157,8 @@ type Gateway struct {
 	stop context.CancelFunc
 	// flow caches the counts of GET /v1/capabilities (capabilities.go).
 	flow flowCache
+	// scheds is the schedules' store, opened on first use (schedules.go).
+	scheds scheduleStore
 	// ws and a2a serve the WebSocket and A2A protocols (mount.go).
 	ws  *ws.Server
 	a2a *a2a.Server
@@ -234,6 +236,7 @@ func (g *Gateway) routes() {
 	g.routesDocuments()
 	g.routesCapabilities()
 	g.routesDashboard()
+	g.routesSchedules()
 }
 
 // Handler returns the gateway's routes, for tests and embedding.

@@ -66,6 +66,12 @@ func (g *Gateway) list(w http.ResponseWriter, r *http.Request) {
 		writeBadRequest(w, queryProblem("after", "%s is not a workflow id (the cursor is the last workflow_id of the previous page, as its next link gives): %v", quoted(after), err))
 		return
 	}
+	// schedule_id lists the runs of one schedule (their metadata names it).
+	sched := q.Get("schedule_id")
+	if err := subjects.ValidSchedule(sched); sched != "" && err != nil {
+		writeBadRequest(w, queryProblem("schedule_id", "%s is not a schedule id: %v", quoted(sched), err))
+		return
+	}
 	entries, err := g.checkpoints.ListMatching(r.Context(), tenant+".*")
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
@@ -80,6 +86,9 @@ func (g *Gateway) list(w http.ResponseWriter, r *http.Request) {
 		if json.Unmarshal(e.Value, &s) != nil || s.WorkflowID <= after || (status != "" && s.Status != status) || !sc.sees(s.User) {
 			continue
 		}
+		if sched != "" && !startedBy(e.Value, sched) {
+			continue
+		}
 		if len(out) == limit {
 			next = out[len(out)-1].WorkflowID
 			break
@@ -88,9 +97,22 @@ func (g *Gateway) list(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := map[string]any{"workflows": out}
 	if next != "" {
-		resp["next"] = "/v1/workflows?" + url.Values{"status": {string(status)}, "limit": {strconv.Itoa(limit)}, "after": {next}}.Encode()
+		v := url.Values{"status": {string(status)}, "limit": {strconv.Itoa(limit)}, "after": {next}}
+		if sched != "" {
+			v.Set("schedule_id", sched)
+		}
+		resp["next"] = "/v1/workflows?" + v.Encode()
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// startedBy reports whether a checkpoint's metadata names schedule as
+// the one that started it.
+func startedBy(cp []byte, schedule string) bool {
+	var m struct {
+		Metadata map[string]string `json:"metadata"`
+	}
+	return json.Unmarshal(cp, &m) == nil && m.Metadata[events.MetadataScheduleID] == schedule
 }
 
 // checkpoints answers GET /v1/workflows/{id}/checkpoints: every kept

@@ -14,8 +14,10 @@ import (
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
+	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/permissions"
 	"github.com/agentbus/agentbus/retention"
+	"github.com/agentbus/agentbus/schedule"
 	"github.com/agentbus/agentbus/sessions"
 	"github.com/agentbus/agentbus/subjects"
 	"github.com/agentbus/agentbus/workflow"
@@ -264,6 +266,7 @@ type Orchestrator struct {
 	retention *retention.Sweeper // nil when the sweep is off
 	tracer    trace.Tracer
 	sessions  *sessions.Store
+	schedules *schedule.Store // schedule.go
 	concState
 	// background runs work that no transition waits for (a session's
 	// summary by a model); Run cancels backgroundCtx and waits for it.
@@ -299,6 +302,10 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	if err := cfg.Bus.EnsureQueue(ctx); err != nil {
 		return nil, fmt.Errorf("orchestrator: %w", err)
 	}
+	scheds, err := schedule.Open(ctx, cfg.Bus, events.SourceOrchestrator)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
 	if cfg.Registry == nil {
 		if cfg.Registry, err = discovery.New(ctx, cfg.Bus, nil); err != nil {
 			return nil, fmt.Errorf("orchestrator: %w", err)
@@ -325,7 +332,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		}
 	}
 	o := &Orchestrator{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "orchestrator"), checkpoints: kv, controls: ctl,
-		leases: leases, sessions: cfg.Sessions, fitLimit: cfg.Bus.MaxPayload() * 3 / 4}
+		leases: leases, sessions: cfg.Sessions, fitLimit: cfg.Bus.MaxPayload() * 3 / 4, schedules: scheds}
 	if !cfg.FlowControlOff {
 		o.admission = newAdmission(o)
 		o.tokens = newTokenLimits(o)
@@ -372,6 +379,8 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			AckWait: o.cfg.AckWait, Concurrency: o.cfg.Concurrency, MaxDeliver: -1,
 		}, o.handleTimer)
 	}()
+	var schedErr error
+	wg.Go(func() { schedErr = o.runSchedules(ctx) })
 	if o.cfg.StepLease > 0 {
 		wg.Add(1)
 		go func() { defer wg.Done(); o.scan.run(ctx) }()
@@ -390,7 +399,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	wg.Wait()
 	o.cancelBackground()
 	o.background.Wait()
-	return errors.Join(errs...)
+	return errors.Join(append(errs, schedErr)...)
 }
 
 // Checkpoint returns a workflow's current checkpoint, or bus.ErrNotFound.

@@ -30,6 +30,12 @@ const (
 	WorkflowRequest = "workflow.request"
 	ForkRequest     = "fork.request"
 	ControlRequest  = "control.request"
+	// ScheduleRequest, SchedulePatch and ScheduleBackfill are the bodies
+	// of POST /v1/schedules, PATCH /v1/schedules/{id} and POST
+	// /v1/schedules/{id}/backfill.
+	ScheduleRequest  = "schedule.request"
+	SchedulePatch    = "schedule.patch"
+	ScheduleBackfill = "schedule.backfill"
 )
 
 // ErrUnknownSchema is returned by Validate for a name that has no schema.

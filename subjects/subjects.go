@@ -122,6 +122,10 @@ func Parse(subject string) (Parsed, error) {
 		if err := ValidWorkflow(p.Last); err != nil {
 			return Parsed{}, err
 		}
+	case "schedule", "fire":
+		if err := ValidSchedule(p.Last); err != nil {
+			return Parsed{}, err
+		}
 	case "documents":
 		if err := check("operation", p.Last); err != nil {
 			return Parsed{}, err

@@ -80,7 +80,7 @@ func newRoot() *cobra.Command {
 		newControl(events.ActionResume, "Resume a failed workflow: failed steps run again, completed ones are kept"),
 		newControl(events.ActionApprove, "Approve (or --reject) a step that awaits a human decision"))
 	root.AddCommand(newNatsConfig(), newSession(), newBench(), newMCP())
-	root.AddCommand(newList(), newHistory(), newFork(), newDelete(), newDocuments())
+	root.AddCommand(newList(), newHistory(), newFork(), newDelete(), newDocuments(), newSchedule())
 	return root
 }
 

@@ -46,7 +46,7 @@ type workflowPage struct {
 
 func newList() *cobra.Command {
 	var f clientFlags
-	var status, after string
+	var status, after, schedule string
 	var limit int
 	var all bool
 	cmd := &cobra.Command{
@@ -65,6 +65,9 @@ func newList() *cobra.Command {
 			}
 			if after != "" {
 				q.Set("after", after)
+			}
+			if schedule != "" {
+				q.Set("schedule_id", schedule)
 			}
 			path := "/v1/workflows?" + q.Encode()
 			var rows []workflowSummary
@@ -96,6 +99,7 @@ func newList() *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&status, "status", "", "only workflows in this state")
+	cmd.Flags().StringVar(&schedule, "schedule", "", "only the runs of this schedule (metadata.schedule_id)")
 	cmd.Flags().IntVar(&limit, "limit", 50, "workflows a page (1 to 1000)")
 	cmd.Flags().StringVar(&after, "after", "", "start after this workflow id (the last of the previous page)")
 	cmd.Flags().BoolVar(&all, "all", false, "read every page")
