@@ -196,9 +196,17 @@ func (o *Orchestrator) updateKey(ctx context.Context, tenant, key string, change
 			return nil
 		}
 		b, _ := json.Marshal(st)
-		if rev == 0 {
+		switch {
+		case len(st.Running) == 0 && len(st.Waiting) == 0 && rev != 0:
+			// Nothing runs or waits under the key: its entry goes (with
+			// the same fence as a write), so that keys used once (a
+			// session, a user) do not pile up in the bucket.
+			err = kv.DeleteIf(ctx, k, rev)
+		case len(st.Running) == 0 && len(st.Waiting) == 0:
+			return nil
+		case rev == 0:
 			_, err = kv.Create(ctx, k, b)
-		} else {
+		default:
 			_, err = kv.Update(ctx, k, b, rev)
 		}
 		if errors.Is(err, bus.ErrConflict) {

@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/orchestrator"
 	"github.com/agentbus/agentbus/sessions"
+	"github.com/agentbus/agentbus/subjects"
 )
 
 // keyed is a one-step sleeper with a concurrency key.
@@ -123,6 +125,16 @@ func TestConcurrencyKeyQueue(t *testing.T) {
 		t.Errorf("%d one-at-a-time runs of %d ms took %s", n, ms, took)
 	}
 	t.Logf("%d workflows of %d ms, one key, limit 1: %d waited, %s in all, none overlapped", n, ms, waited, took.Round(time.Millisecond))
+	// Nothing runs or waits under the key any more: its entry is gone.
+	kv, err := env.Bus.Concurrency(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := subjects.ConcurrencyKey("acme", key.Key)
+	waitFor(t, "the key's entry deleted", func() bool {
+		_, err := kv.Get(context.Background(), k)
+		return errors.Is(err, bus.ErrNotFound)
+	})
 
 	// Limit 3: never more than three at once, all complete.
 	key3 := &events.Concurrency{Key: "three", Limit: 3}
