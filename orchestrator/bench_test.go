@@ -101,6 +101,10 @@ func reportPercentiles(b *testing.B, d []time.Duration, unit string) {
 // throughput when it has more than one workflow to work on.
 func BenchmarkWorkflowsParallel(b *testing.B) { benchParallel(b, startStack(b), 16) }
 
+// BenchmarkWorkflowsParallel64 is BenchmarkWorkflowsParallel with 64
+// workflows at a time.
+func BenchmarkWorkflowsParallel64(b *testing.B) { benchParallel(b, startStack(b), 64) }
+
 // benchParallel runs 10-step chains on s, parallel workflows at a time,
 // and reports steps/s and workflows/s.
 func benchParallel(b *testing.B, s *stack, parallel int) {
