@@ -30,6 +30,11 @@ const (
 	WorkflowRequest = "workflow.request"
 	ForkRequest     = "fork.request"
 	ControlRequest  = "control.request"
+	// WaitInput is the input of a wait step (capability wait), which the
+	// orchestrator checks when it plans.
+	WaitInput = "wait.input"
+	// BulkRequest is the body of POST /v1/workflows/bulk.
+	BulkRequest = "bulk.request"
 )
 
 // ErrUnknownSchema is returned by Validate for a name that has no schema.
