@@ -42,7 +42,7 @@ func TestControlRequestControl(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.req.Control(tt.action); got != tt.want {
+			if got := tt.req.Control(tt.action); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Control(%q) = %+v, want %+v", tt.action, got, tt.want)
 			}
 		})

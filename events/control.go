@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,8 +59,8 @@ func (e *ControlError) Unwrap() error { return ErrMalformed }
 // ce-tenantid and ce-workflowid must agree with the subject), and a bare
 // JSON body with no ce- headers at all, as natscli or any client sends it —
 // the subject supplies what the headers would. Either way the body must be
-// a Control ({"action": "cancel"|"resume"|"approve"|"reject", "reason",
-// "step_id"}). A refusal is a *ControlError naming each problem.
+// a Control ({"action": "cancel"|"resume"|"approve"|"reject"|"signal"|
+// "pause"|"unpause", "reason", "step_id", "signal", "data"}). A refusal is a *ControlError naming each problem.
 func DecodeControl(subject string, header map[string][]string, data []byte) (Envelope, Control, error) {
 	refuse := func(ptr, format string, args ...any) (Envelope, Control, error) {
 		return Envelope{}, Control{}, &ControlError{Subject: subject, Problems: []schemas.Problem{{Pointer: ptr, Message: fmt.Sprintf(format, args...)}}}
@@ -128,8 +129,9 @@ func decodeControlBody(data []byte) (Control, []schemas.Problem) {
 	if err := json.Unmarshal(data, &raw); err == nil {
 		var action string
 		if json.Unmarshal(raw["action"], &action) == nil && action != "" && !knownAction(action) {
-			return c, []schemas.Problem{{Pointer: "/action", Message: fmt.Sprintf("unknown action %q: want %s, %s, %s or %s",
-				action, ActionCancel, ActionResume, ActionApprove, ActionReject)}}
+			all := Actions()
+			return c, []schemas.Problem{{Pointer: "/action", Message: fmt.Sprintf("unknown action %q: want %s or %s",
+				action, strings.Join(all[:len(all)-1], ", "), all[len(all)-1])}}
 		}
 	}
 	if err := schemas.Validate(TypeControl.Schema(), data); err != nil {
@@ -145,10 +147,4 @@ func decodeControlBody(data []byte) (Control, []schemas.Problem) {
 	return c, nil
 }
 
-func knownAction(a string) bool {
-	switch a {
-	case ActionCancel, ActionResume, ActionApprove, ActionReject:
-		return true
-	}
-	return false
-}
+func knownAction(a string) bool { return slices.Contains(Actions(), a) }

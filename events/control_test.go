@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -40,7 +41,7 @@ func TestDecodeControl(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != c.want {
+			if !reflect.DeepEqual(got, c.want) {
 				t.Errorf("control %+v, want %+v", got, c.want)
 			}
 			if env.TenantID != "acme" || env.WorkflowID != "wf-1" || env.Type != events.TypeControl || env.ID == "" || env.Source == "" {
@@ -66,7 +67,7 @@ func TestDecodeControl(t *testing.T) {
 		{"another type", subj, full(func(h map[string][]string) { h["ce-type"] = []string{string(events.TypeStatus)} }), `{"state":"working"}`, "ce-type", "want"},
 		{"bare, tenant header disagrees", subj, map[string][]string{"ce-tenantid": {"beta"}}, `{"action":"cancel"}`, "ce-tenantid", "disagrees"},
 		{"bare, workflow header disagrees", subj, map[string][]string{"Ce-Workflowid": {"wf-2"}}, `{"action":"cancel"}`, "ce-workflowid", "disagrees"},
-		{"full CloudEvent, unknown action", subj, full(nil), `{"action":"cancle"}`, "/action", `unknown action "cancle": want cancel, resume, approve or reject`},
+		{"full CloudEvent, unknown action", subj, full(nil), `{"action":"cancle"}`, "/action", `unknown action "cancle": want cancel, resume, approve, reject, signal, pause or unpause`},
 		{"full CloudEvent, reason of the wrong type", subj, full(nil), `{"action":"cancel","reason":5}`, "/reason", ""},
 		{"half the headers", subj, map[string][]string{"ce-type": {string(events.TypeControl)}}, `{"action":"cancel"}`, "ce-specversion", "missing"},
 	}

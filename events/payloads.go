@@ -152,16 +152,34 @@ const (
 	ActionResume  = "resume"
 	ActionApprove = "approve"
 	ActionReject  = "reject"
+	// ActionSignal sends the workflow a named signal (Control.Signal),
+	// whose data (Control.Data) becomes the output of the wait step that
+	// waits for it; a signal no step waits for yet is kept for one.
+	ActionSignal = "signal"
+	// ActionPause stops a workflow dispatching: its running steps finish
+	// and are recorded, its ready steps wait. ActionUnpause undoes it.
+	ActionPause   = "pause"
+	ActionUnpause = "unpause"
 )
 
+// Actions lists every control action, in the order they are documented.
+func Actions() []string {
+	return []string{ActionCancel, ActionResume, ActionApprove, ActionReject, ActionSignal, ActionPause, ActionUnpause}
+}
+
 // Control is the data of TypeControl: cancel a workflow, resume a failed
-// one, or approve / reject a step that awaits a decision.
+// one, approve / reject a step that awaits a decision, send it a signal,
+// or pause and unpause it.
 type Control struct {
 	Action string `json:"action"`
 	Reason string `json:"reason,omitempty"`
 	// StepID names the step an approve/reject decides; empty means every
 	// step awaiting a decision.
 	StepID string `json:"step_id,omitempty"`
+	// Signal names the signal of ActionSignal, and Data is its body (any
+	// JSON; null when absent).
+	Signal string          `json:"signal,omitempty"`
+	Data   json.RawMessage `json:"data,omitempty"`
 }
 
 // ControlRecord is the value of a workflow's key ("<tenant>.<workflow>")

@@ -76,45 +76,56 @@ func (g *Gateway) control(action string) http.HandlerFunc {
 		if _, ok := g.checkpoint(w, r, tenant); !ok {
 			return
 		}
-		id := r.PathValue("id")
-		c := req.Control(action)
-		subj, _ := subjects.Control(tenant, id)
-		env, err := events.New(events.TypeControl, newWorkflowID(), events.SourceGateway, tenant, id, c.StepID, c)
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, apiError{Code: "internal", Message: err.Error()})
-			return
-		}
-		out, e, err := g.request(r.Context(), subj, env)
-		if err != nil {
-			code := http.StatusServiceUnavailable
-			if !errors.Is(err, bus.ErrNoResponder) {
-				code = http.StatusBadGateway
-			}
-			writeError(w, code, apiError{Code: "unavailable", Message: "no orchestrator answered: " + err.Error()})
-			return
-		}
-		var res events.ControlResult
-		if e.Error != "" {
-			status := http.StatusBadGateway
-			switch {
-			case e.Unavailable:
-				status = http.StatusServiceUnavailable
-			case strings.Contains(e.Error, "no such workflow"):
-				status = http.StatusNotFound
-			}
-			writeError(w, status, apiError{Code: "control_failed", Message: e.Error})
-			return
-		}
-		if err := json.Unmarshal(out, &res); err != nil {
-			writeError(w, http.StatusBadGateway, apiError{Code: "control_failed", Message: "bad answer from the orchestrator"})
-			return
-		}
-		status := http.StatusOK
-		if !res.Applied {
-			status = http.StatusConflict
-		}
-		writeJSON(w, status, res)
+		g.send(w, r, tenant, r.PathValue("id"), req.Control(action))
 	}
+}
+
+// send sends a control message to the orchestrators and writes their
+// answer: 200 applied, 409 not applicable, 404 unknown workflow, 503 no
+// orchestrator answered.
+func (g *Gateway) send(w http.ResponseWriter, r *http.Request, tenant, id string, c events.Control) {
+	res, status, err := g.apply(r.Context(), tenant, id, c)
+	if err != nil {
+		writeError(w, status, *err)
+		return
+	}
+	writeJSON(w, status, res)
+}
+
+// apply sends a control message to the orchestrators and returns their
+// answer with the HTTP status it has, or the error to answer.
+func (g *Gateway) apply(ctx context.Context, tenant, id string, c events.Control) (events.ControlResult, int, *apiError) {
+	var res events.ControlResult
+	subj, _ := subjects.Control(tenant, id)
+	env, err := events.New(events.TypeControl, newWorkflowID(), events.SourceGateway, tenant, id, c.StepID, c)
+	if err != nil {
+		return res, http.StatusInternalServerError, &apiError{Code: "internal", Message: err.Error()}
+	}
+	out, e, err := g.request(ctx, subj, env)
+	if err != nil {
+		code := http.StatusServiceUnavailable
+		if !errors.Is(err, bus.ErrNoResponder) {
+			code = http.StatusBadGateway
+		}
+		return res, code, &apiError{Code: "unavailable", Message: "no orchestrator answered: " + err.Error()}
+	}
+	if e.Error != "" {
+		status := http.StatusBadGateway
+		switch {
+		case e.Unavailable:
+			status = http.StatusServiceUnavailable
+		case strings.Contains(e.Error, "no such workflow"):
+			status = http.StatusNotFound
+		}
+		return res, status, &apiError{Code: "control_failed", Message: e.Error}
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return res, http.StatusBadGateway, &apiError{Code: "control_failed", Message: "bad answer from the orchestrator"}
+	}
+	if !res.Applied {
+		return res, http.StatusConflict, nil
+	}
+	return res, http.StatusOK, nil
 }
 
 // request sends a control request to the orchestrators and returns their

@@ -192,7 +192,7 @@ func (f *admission) park(tenant string, plan events.Plan, freed string) (busy ma
 	seen := map[string]bool{}
 	for _, s := range plan.Steps {
 		for _, c := range []string{s.Capability, s.Fallback} {
-			if c == "" || seen[c] {
+			if c == "" || seen[c] || c == workflow.CapabilityWait { // the engine runs wait steps
 				continue
 			}
 			if f.o.limited(tenant, c) {

@@ -74,6 +74,12 @@ func (o *Orchestrator) control(ctx context.Context, n *bus.Notice) (events.Contr
 		in = workflow.Approve{StepID: c.StepID, Comment: c.Reason}
 	case events.ActionReject:
 		in = workflow.Reject{StepID: c.StepID, Comment: c.Reason}
+	case events.ActionSignal:
+		in = workflow.Signal{Name: c.Signal, Data: c.Data, ID: n.Envelope.ID}
+	case events.ActionPause:
+		in = workflow.Pause{Reason: c.Reason}
+	case events.ActionUnpause:
+		in = workflow.Unpause{Reason: c.Reason}
 	default:
 		return res, fmt.Errorf("unknown action %q", c.Action)
 	}
@@ -84,6 +90,11 @@ func (o *Orchestrator) control(ctx context.Context, n *bus.Notice) (events.Contr
 		// Not for this state (already ended, nothing awaits a decision):
 		// answered, not an error.
 		res.Message, err = refused.Reason, nil
+	}
+	if c.Action == events.ActionSignal && errors.Is(err, workflow.ErrStale) {
+		// The same signal again (a request retried with its ce-id): it
+		// was applied the first time.
+		res.Applied, res.Message, err = true, fmt.Sprintf("signal %q was received already", c.Signal), nil
 	}
 	if c.Action == events.ActionCancel && err == nil && res.Status != events.StateCanceled {
 		// Not applied (the workflow had already ended): withdraw the record.

@@ -136,11 +136,12 @@ func (o *Orchestrator) rearm(ctx context.Context, cp *wf.Checkpoint, n int, at t
 	return o.sendTimer(ctx, cp, m)
 }
 
-// working lists a checkpoint's working steps in id order.
+// working lists a checkpoint's working steps in id order, but for wait
+// steps: no worker runs those, their timer ends them.
 func working(cp *wf.Checkpoint) []string {
 	var ids []string
 	for id, t := range cp.Tasks {
-		if t.Status == events.StateWorking {
+		if t.Status == events.StateWorking && t.Wait == nil {
 			ids = append(ids, id)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
 	wf "github.com/agentbus/agentbus/workflow"
 )
@@ -279,6 +280,9 @@ func (o *Orchestrator) heal(ctx context.Context, cp *wf.Checkpoint) (bool, error
 	if cp.Phase == wf.PhaseWaiting && cp.Concurrency != nil {
 		return false, o.repairWaiting(ctx, cp)
 	}
+	if err := o.ensureWaitTimers(ctx, cp); err != nil {
+		return false, err
+	}
 	healed := false
 	for _, id := range working(cp) {
 		t := cp.Tasks[id]
@@ -301,6 +305,25 @@ func (o *Orchestrator) heal(ctx context.Context, cp *wf.Checkpoint) (bool, error
 		return healed, err
 	}
 	return healed, o.ensureTimer(ctx, cp, m)
+}
+
+// ensureWaitTimers re-arms the timers of the wait steps that wait, should
+// the server have lost them.
+func (o *Orchestrator) ensureWaitTimers(ctx context.Context, cp *wf.Checkpoint) error {
+	for _, s := range cp.Plan.Steps {
+		t := cp.Tasks[s.ID]
+		if t == nil || t.Status != events.StateWorking || t.Wait == nil || t.Wait.At == nil {
+			continue
+		}
+		m, err := wf.WaitTimer(cp, s.ID, t.Attempt, *t.Wait.At, time.Now())
+		if err != nil {
+			return err
+		}
+		if err := o.ensureTimer(ctx, cp, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ensureTimer publishes a timer unless one is stored.

@@ -12,6 +12,7 @@ import (
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/permissions"
+	"github.com/agentbus/agentbus/schemas"
 	"github.com/agentbus/agentbus/subjects"
 	"github.com/agentbus/agentbus/workflow"
 )
@@ -225,6 +226,15 @@ func roleName(role string) string {
 func (o *Orchestrator) checkCapabilities(ctx context.Context, p events.Plan) error {
 	known := map[string]bool{}
 	for i, s := range p.Steps {
+		if s.Capability == workflow.CapabilityWait {
+			// Run by the engine: no agent serves it; its input is checked
+			// here against its schema, naming where, and again by the
+			// engine (workflow.CheckWaits).
+			if err := checkWait(i, s); err != nil {
+				return err
+			}
+			continue
+		}
 		ok, seen := known[s.Capability]
 		if !seen {
 			var err error
@@ -239,6 +249,24 @@ func (o *Orchestrator) checkCapabilities(ctx context.Context, p events.Plan) err
 		}
 	}
 	return o.checkInputs(ctx, p)
+}
+
+// checkWait checks the input of the wait step at index i of a plan
+// against schema wait.input.
+func checkWait(i int, s events.PlanStep) error {
+	in := []byte(s.Input)
+	if len(in) == 0 {
+		in = []byte("null")
+	}
+	var ve *schemas.ValidationError
+	if err := schemas.Validate(schemas.WaitInput, in); errors.As(err, &ve) && len(ve.Problems) > 0 {
+		p := ve.Problems[0]
+		return &workflow.PlanError{Code: events.CodeInvalidInput, StepID: s.ID, Pointer: fmt.Sprintf("/plan/steps/%d/input%s", i, p.Pointer),
+			Message: fmt.Sprintf("step %q: the input of a wait step: %s", s.ID, ve.Error())}
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // checkInputs refuses a plan a step of which has an input that does not

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,8 +12,8 @@ import (
 	"github.com/agentbus/agentbus/workflow"
 )
 
-// handleTimer holds a timer until it is due, then expires the workflow or
-// runs its watchdog.
+// handleTimer holds a timer until it is due, then expires the workflow,
+// ends a wait step's wait, or runs its watchdog.
 func (o *Orchestrator) handleTimer(ctx context.Context, d *bus.Delivery) error {
 	env := d.Envelope
 	if env.Type != events.TypeDeadline {
@@ -27,6 +28,14 @@ func (o *Orchestrator) handleTimer(ctx context.Context, d *bus.Delivery) error {
 	}
 	if wait := time.Until(tm.At); wait > 0 {
 		return &bus.RetryAfter{Delay: wait}
+	}
+	if tm.Step != "" {
+		// A wait step's end or its signal's timeout (workflow.WaitTimer).
+		_, err := o.apply(ctx, env.TenantID, env.WorkflowID, workflow.WaitDue{StepID: tm.Step, Attempt: tm.Attempt})
+		if isNotFound(err) || errors.Is(err, workflow.ErrIllegal) {
+			return nil // purged, or a timer for a step the workflow does not wait on
+		}
+		return err
 	}
 	if tm.Watch == 0 {
 		return o.expire(ctx, env.TenantID, env.WorkflowID)

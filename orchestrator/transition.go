@@ -513,7 +513,8 @@ func (o *Orchestrator) admitted(eff workflow.Effects) {
 // an answer to the user rather than a message to drop.
 func control(in workflow.Input) bool {
 	switch in.Kind() {
-	case workflow.KindCancel, workflow.KindApprove, workflow.KindReject, workflow.KindResume:
+	case workflow.KindCancel, workflow.KindApprove, workflow.KindReject, workflow.KindResume,
+		workflow.KindSignal, workflow.KindPause, workflow.KindUnpause:
 		return true
 	}
 	return false

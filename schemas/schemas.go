@@ -36,6 +36,11 @@ const (
 	ScheduleRequest  = "schedule.request"
 	SchedulePatch    = "schedule.patch"
 	ScheduleBackfill = "schedule.backfill"
+	// WaitInput is the input of a wait step (capability wait), which the
+	// orchestrator checks when it plans.
+	WaitInput = "wait.input"
+	// BulkRequest is the body of POST /v1/workflows/bulk.
+	BulkRequest = "bulk.request"
 )
 
 // ErrUnknownSchema is returned by Validate for a name that has no schema.

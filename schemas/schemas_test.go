@@ -20,6 +20,7 @@ import (
 // plan, and the gateway's request body.
 var allNames = []string{
 	"artifact",
+	"bulk.request",
 	"cancelled",
 	"complete",
 	"control",
@@ -42,6 +43,7 @@ var allNames = []string{
 	"step.requested",
 	"tokens",
 	"tool_permissions",
+	"wait.input",
 	"workflow.request",
 	"workflow.submitted",
 }
@@ -112,6 +114,10 @@ func TestSource(t *testing.T) {
 	}
 }
 
+// durationPattern is a Go duration (time.ParseDuration) without a sign:
+// the wait step's and the bulk filter's.
+const durationPattern = `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+
 // TestPatternsMatchSubjects keeps the id grammars in the schemas identical
 // to the ones package subjects enforces on the wire.
 func TestPatternsMatchSubjects(t *testing.T) {
@@ -144,8 +150,8 @@ func TestPatternsMatchSubjects(t *testing.T) {
 				t.Errorf("%s: uses %q, whose error locations are unreliable", name, key)
 			}
 			for _, p := range patterns {
-				if p != subjects.TokenPattern && p != subjects.StepPattern && p != base64Pattern {
-					t.Errorf("%s: pattern %q is neither subjects.TokenPattern, subjects.StepPattern nor base64", name, p)
+				if p != subjects.TokenPattern && p != subjects.StepPattern && p != base64Pattern && p != durationPattern {
+					t.Errorf("%s: pattern %q is neither subjects.TokenPattern, subjects.StepPattern, base64 nor a duration", name, p)
 				}
 			}
 		})
@@ -224,6 +230,15 @@ func TestValidGolden(t *testing.T) {
 // invalidGolden lists, for each file under testdata/invalid, the pointer of
 // every problem Validate must report, in order.
 var invalidGolden = map[string][]string{
+	"wait.input/bad-duration":                  {"/duration"},
+	"wait.input/bad-on-timeout":                {"/on_timeout"},
+	"wait.input/timeout-without-signal":        {"/signal"},
+	"wait.input/two-kinds":                     {""},
+	"bulk.request/bad-action":                  {"/action"},
+	"bulk.request/bad-age-and-limit":           {"/filter/older_than", "/limit"},
+	"bulk.request/bad-status":                  {"/filter/status/0"},
+	"bulk.request/empty-filter":                {"/filter"},
+	"control/signal-without-name":              {"/signal"},
 	"workflow.request/empty-object":            {"/plan", "/query"},
 	"workflow.request/metadata-only":           {"/plan", "/query"},
 	"workflow.request/bad-step-id":             {"/plan/steps/0/id"},

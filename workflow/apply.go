@@ -21,12 +21,17 @@ import (
 // The states and the inputs each accepts (anything else is refused):
 //
 //	planning (submitted)   Planned, Forked, Malformed
-//	waiting (submitted)    Released, Cancel, Deadline, Note
-//	working                replies, Cancel, Deadline, the watchdog's verdicts, Note
+//	waiting (submitted)    Released, Cancel, Deadline, Note, Signal, Pause, Unpause
+//	working                replies, Cancel, Deadline, the watchdog's verdicts, Note,
+//	                       Signal, WaitDue, Pause (if not paused), Unpause (if paused)
 //	input-required         as working, and Approve, Reject
 //	failed                 Resume
 //	completed, canceled,   none
 //	rejected
+//
+// A paused workflow (working or input-required, phase paused) accepts the
+// same inputs but dispatches nothing new (pause.go). A wait step (wait.go)
+// accepts WaitDue and Signal, never a reply or a watchdog's verdict.
 //
 // Replies, deadlines, verdicts and notes that reach a workflow or step
 // that has moved on are ErrStale rather than refused: they are the normal
@@ -73,11 +78,9 @@ func admit(cp *Checkpoint, in Input) error {
 		}
 		return nil
 	case Completed:
-		_, err := live(cp, in, in.StepID, in.Attempt, false)
-		return err
+		return replied(cp, in, in.StepID)(live(cp, in, in.StepID, in.Attempt, false))
 	case Failed:
-		_, err := live(cp, in, in.StepID, in.Attempt, true)
-		return err
+		return replied(cp, in, in.StepID)(live(cp, in, in.StepID, in.Attempt, true))
 	case MalformedReply:
 		t, ok := cp.Tasks[in.StepID]
 		if !ok {
@@ -86,7 +89,7 @@ func admit(cp *Checkpoint, in Input) error {
 		if cp.Status.Terminal() || t.Status != events.StateWorking {
 			return fmt.Errorf("%w: step %s is %s", ErrStale, in.StepID, t.Status)
 		}
-		return nil
+		return replied(cp, in, in.StepID)(t, nil)
 	case Cancel:
 		return notEnded(cp, in)
 	case Approve:
@@ -110,26 +113,23 @@ func admit(cp *Checkpoint, in Input) error {
 		}
 		return nil
 	case Lost:
-		_, err := live(cp, in, in.StepID, in.Attempt, true)
-		return err
+		return worked(live(cp, in, in.StepID, in.Attempt, true))
 	case Held:
 		t, err := live(cp, in, in.StepID, in.Attempt, true)
-		if err == nil && t.HeldSince != nil {
+		if err = worked(t, err); err == nil && t.HeldSince != nil {
 			return fmt.Errorf("%w: step %s attempt %d was seen held already", ErrStale, in.StepID, in.Attempt)
 		}
 		return err
 	case SteppedDown:
 		t, err := live(cp, in, in.StepID, in.Attempt, true)
-		if err == nil && t.SteppedDownAt != nil {
+		if err = worked(t, err); err == nil && t.SteppedDownAt != nil {
 			return fmt.Errorf("%w: step %s attempt %d had its consumer stepped down already", ErrStale, in.StepID, in.Attempt)
 		}
 		return err
 	case Abandoned:
-		_, err := live(cp, in, in.StepID, in.Attempt, true)
-		return err
+		return worked(live(cp, in, in.StepID, in.Attempt, true))
 	case Throttled:
-		_, err := live(cp, in, in.StepID, in.Attempt, true)
-		return err
+		return worked(live(cp, in, in.StepID, in.Attempt, true))
 	case Released:
 		if planning(cp) {
 			return illegal(cp, in, "the workflow has no plan yet")
@@ -146,8 +146,75 @@ func admit(cp *Checkpoint, in Input) error {
 			return fmt.Errorf("%w: the workflow is %s", ErrStale, cp.Status)
 		}
 		return nil
+	case Signal:
+		return admitSignal(cp, in)
+	case WaitDue:
+		t, err := live(cp, in, in.StepID, in.Attempt, true)
+		if err == nil && (t.Wait == nil || t.Wait.At == nil) {
+			return illegal(cp, in, "step %s does not wait for a time", in.StepID)
+		}
+		return err
+	case Pause:
+		if err := notEnded(cp, in); err != nil {
+			return err
+		}
+		if cp.Paused {
+			return illegal(cp, in, "the workflow is paused already")
+		}
+		return nil
+	case Unpause:
+		if err := notEnded(cp, in); err != nil {
+			return err
+		}
+		if !cp.Paused {
+			return illegal(cp, in, "the workflow is not paused")
+		}
+		return nil
 	}
 	return fmt.Errorf("workflow: unknown input %T", in)
+}
+
+// admitSignal accepts a signal for a workflow that has not ended, unless
+// it came before (stale) or no more of its name can be kept.
+func admitSignal(cp *Checkpoint, in Signal) error {
+	if err := notEnded(cp, in); err != nil {
+		return err
+	}
+	if in.Name == "" {
+		return illegal(cp, in, "a signal needs a name")
+	}
+	if cp.seenSignal(in.ID) {
+		return fmt.Errorf("%w: signal %q (%s) was received already", ErrStale, in.Name, in.ID)
+	}
+	if _, t := cp.waitingFor(in.Name); t != nil {
+		return nil
+	}
+	if n := len(cp.Signals[in.Name]); n >= MaxSignals {
+		return illegal(cp, in, "%d signals %q are kept already for a wait step not reached yet; no more are kept", n, in.Name)
+	}
+	if _, ok := cp.Signals[in.Name]; !ok && len(cp.Signals) >= MaxSignalNames {
+		return illegal(cp, in, "signals of %d names are kept already for wait steps not reached yet; no more are kept", len(cp.Signals))
+	}
+	return nil
+}
+
+// replied refuses a reply to a wait step, which no worker runs.
+func replied(cp *Checkpoint, in Input, step string) func(*Task, error) error {
+	return func(t *Task, err error) error {
+		if err == nil && t.Wait != nil {
+			return illegal(cp, in, "step %s is a wait step: its timer or its signal ends it, not a reply", step)
+		}
+		return err
+	}
+}
+
+// worked makes a watchdog's verdict on a wait step stale: no worker holds
+// it, so there is nothing to lose.
+func worked(t *Task, err error) error {
+	if err == nil && t.Wait != nil {
+		return fmt.Errorf("%w: step is a wait step, which no worker runs", ErrStale)
+	}
+	return err
 }
 
 // live returns the task an input about a step attempt applies to. A step
@@ -263,6 +330,14 @@ func (x *tx) apply(in Input) error {
 		return x.released(in)
 	case Note:
 		return x.emit(events.TypeStatus, "", events.Status{State: x.cp.Status, Message: in.Message, Recovery: in.Recovery})
+	case Signal:
+		return x.signal(in)
+	case WaitDue:
+		return x.waitDue(in)
+	case Pause:
+		return x.pause(in)
+	case Unpause:
+		return x.unpause(in)
 	}
 	return fmt.Errorf("workflow: unknown input %T", in)
 }
@@ -286,10 +361,18 @@ func (x *tx) emit(typ events.Type, step string, payload any) error {
 	return nil
 }
 
-// setStatus is the one write of a workflow's status and phase.
+// setStatus is the one write of a workflow's status and phase. A paused
+// workflow that is working or input-required is in phase paused; one
+// that ends is no longer paused.
 func (x *tx) setStatus(s events.State, phase Phase, cause Cause) {
 	if x.cp.Status != s {
 		x.eff.Transitions = append(x.eff.Transitions, Transition{From: x.cp.Status, To: s, Cause: cause})
+	}
+	switch {
+	case s.Terminal():
+		x.cp.Paused, x.cp.PauseReason = false, ""
+	case x.cp.Paused && s != events.StateSubmitted:
+		phase = PhasePaused
 	}
 	x.cp.Status, x.cp.Phase = s, phase
 }

@@ -23,8 +23,8 @@ type Checkpoint struct {
 	Error      *events.Error    `json:"error,omitempty"`
 	CreatedAt  time.Time        `json:"created_at"`
 	UpdatedAt  time.Time        `json:"updated_at"`
-	// Phase is where the workflow is: planning, executing,
-	// awaiting_approval or done.
+	// Phase is where the workflow is: planning, waiting, executing,
+	// awaiting_approval, paused or done.
 	Phase Phase `json:"phase"`
 	// ExecutionOrder lists steps in the order they finished.
 	ExecutionOrder []string `json:"execution_order,omitempty"`
@@ -61,6 +61,13 @@ type Checkpoint struct {
 	Concurrency *events.Concurrency `json:"concurrency,omitempty"`
 	// Deadline, if set, is when the workflow fails with code "timeout".
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// Paused says the workflow dispatches nothing new until it is
+	// unpaused (pause.go), PauseReason why.
+	Paused      bool   `json:"paused,omitempty"`
+	PauseReason string `json:"pause_reason,omitempty"`
+	// Signals holds, by name, the signals received that no wait step
+	// waited for yet, oldest first (at most MaxSignals of a name).
+	Signals map[string][]KeptSignal `json:"signals,omitempty"`
 	// Canceled says why the workflow was canceled.
 	Canceled string `json:"canceled,omitempty"`
 	// EventCount is how many client events the workflow has emitted; the
@@ -123,6 +130,8 @@ type Task struct {
 	// run on its worker, as the worker reported them.
 	QueuedMS float64 `json:"queued_ms,omitempty"`
 	RunMS    float64 `json:"run_ms,omitempty"`
+	// Wait is a wait step's wait, once started (wait.go).
+	Wait *WaitState `json:"wait,omitempty"`
 }
 
 // Approval states.
@@ -153,6 +162,7 @@ const (
 	PhaseWaiting   Phase = "waiting" // planned, waiting for a slot of its concurrency key
 	PhaseExecuting Phase = "executing"
 	PhaseAwaiting  Phase = "awaiting_approval"
+	PhasePaused    Phase = "paused" // working or input-required, dispatching nothing new (pause.go)
 	PhaseDone      Phase = "done"
 )
 

@@ -59,6 +59,10 @@ const (
 	CauseRecovery   Cause = "recovery"   // a held attempt abandoned and dispatched afresh
 	CauseAdvance    Cause = "advance"    // the workflow moved on as its steps settled
 	CauseRelease    Cause = "release"    // a workflow waiting for its concurrency key started
+	CauseSignal     Cause = "signal"     // a wait step completed by its signal
+	CauseTimer      Cause = "timer"      // a wait step's timer came due
+	CausePause      Cause = "pause"      // the workflow paused
+	CauseUnpause    Cause = "unpause"    // the workflow unpaused
 )
 
 // Transition is one status change: the workflow's when StepID is empty.

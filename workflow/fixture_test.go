@@ -47,6 +47,24 @@ func confirms() events.Plan {
 	}}
 }
 
+// parallel is a plan whose steps A and C run at once; B depends on A.
+func parallel() events.Plan {
+	return events.Plan{Steps: []events.PlanStep{
+		{ID: "A", Capability: "echo"},
+		{ID: "C", Capability: "echo"},
+		{ID: "B", Capability: "echo", DependsOn: []string{"A"}},
+	}}
+}
+
+// waits is a plan whose step W waits for signal "go" for an hour at most;
+// B depends on it.
+func waits() events.Plan {
+	return events.Plan{Steps: []events.PlanStep{
+		{ID: "W", Capability: workflow.CapabilityWait, Input: json.RawMessage(`{"signal":"go","timeout":"1h"}`)},
+		{ID: "B", Capability: "echo", DependsOn: []string{"W"}},
+	}}
+}
+
 // confirmRule is the rule the confirming fixture's step A waits by.
 const confirmRule = `acme/client requires_confirmation "tool_web_*"`
 
@@ -105,6 +123,8 @@ func fixtures(t testing.TB) []fixture {
 		mk("rejected", "C", approvals(), done("A", `{}`), workflow.Reject{Comment: "wrong"}),
 		mk("waiting", "A", events.Plan{}, workflow.Planned{Plan: chain(), Wait: "waiting for concurrency key \"k\": 1 running"}),
 		mk("confirming", "C", events.Plan{}, workflow.Planned{Plan: confirms(), Confirm: map[string]string{"A": confirmRule}}),
+		mk("paused", "C", parallel(), workflow.Pause{Reason: "maintenance"}, done("A", `"a"`)),
+		mk("signal-wait", "W", waits()),
 	}
 }
 
@@ -134,6 +154,10 @@ func inputs(step string) []workflow.Input {
 		workflow.Note{Message: "noted", Recovery: events.RecoverySubmission},
 		workflow.Throttled{StepID: step, Attempt: 1, Until: t0.Add(time.Minute), Reason: "rate limit"},
 		workflow.Released{Message: "started: a slot of concurrency key \"k\" is free"},
+		workflow.Signal{Name: "go", Data: json.RawMessage(`{"ok":true}`), ID: "sig-1"},
+		workflow.WaitDue{StepID: step, Attempt: 1},
+		workflow.Pause{Reason: "maintenance"},
+		workflow.Unpause{},
 	}
 }
 

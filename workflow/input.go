@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -37,6 +38,10 @@ const (
 	KindNote
 	KindThrottled
 	KindReleased
+	KindSignal
+	KindWaitDue
+	KindPause
+	KindUnpause
 )
 
 var kindNames = map[Kind]string{
@@ -45,13 +50,13 @@ var kindNames = map[Kind]string{
 	KindCancel: "cancel", KindApprove: "approve", KindReject: "reject", KindResume: "resume",
 	KindDeadline: "deadline", KindLost: "step lost", KindHeld: "step held", KindSteppedDown: "consumer stepped down",
 	KindAbandoned: "attempt abandoned", KindNote: "note", KindThrottled: "throttled",
-	KindReleased: "released",
+	KindReleased: "released", KindSignal: "signal", KindWaitDue: "wait due", KindPause: "pause", KindUnpause: "unpause",
 }
 
 // Kinds lists every kind of input, in order.
 func Kinds() []Kind {
 	out := make([]Kind, 0, len(kindNames))
-	for k := KindPlanned; k <= KindReleased; k++ {
+	for k := KindPlanned; k <= KindUnpause; k++ {
 		out = append(out, k)
 	}
 	return out
@@ -132,6 +137,41 @@ type Released struct{ Message string }
 
 // Kind implements Input.
 func (Released) Kind() Kind { return KindReleased }
+
+// Signal is a named signal sent to the workflow (the control action
+// signal): the wait step waiting for it completes with Data as its
+// output, or the workflow keeps it for the wait step that will. ID is the
+// sender's message id: the same signal sent again is stale.
+type Signal struct {
+	Name string
+	Data json.RawMessage
+	ID   string
+}
+
+// Kind implements Input.
+func (Signal) Kind() Kind { return KindSignal }
+
+// WaitDue is a wait step's timer come due: a wait for a time completes, a
+// wait for a signal times out.
+type WaitDue struct {
+	StepID  string
+	Attempt int
+}
+
+// Kind implements Input.
+func (WaitDue) Kind() Kind { return KindWaitDue }
+
+// Pause stops a workflow dispatching (pause.go); Unpause lets it go on.
+type Pause struct{ Reason string }
+
+// Kind implements Input.
+func (Pause) Kind() Kind { return KindPause }
+
+// Unpause lets a paused workflow dispatch again.
+type Unpause struct{ Reason string }
+
+// Kind implements Input.
+func (Unpause) Kind() Kind { return KindUnpause }
 
 // Approve approves the step awaiting a decision (StepID, or every one).
 type Approve struct{ StepID, Comment string }

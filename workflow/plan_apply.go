@@ -25,6 +25,8 @@ func (x *tx) planned(in Planned) error {
 		return err
 	case in.Refused != nil:
 		pe = in.Refused
+	default:
+		pe = CheckWaits(in.Plan)
 	}
 	if pe != nil {
 		return x.fail(events.Error{Code: pe.Code, Message: pe.Message, StepID: pe.StepID, Pointer: pe.Pointer, Rule: pe.Rule}, CausePlan)

@@ -25,6 +25,15 @@ func diamond() events.Plan {
 	}}
 }
 
+// diamondWait is diamond whose optional O is a wait for signal "go"
+// with a timeout (which fails it, and the workflow goes on without it).
+func diamondWait() events.Plan {
+	p := diamond()
+	p.Steps[1] = events.PlanStep{ID: "O", Capability: workflow.CapabilityWait, Optional: true,
+		Input: json.RawMessage(`{"signal":"go","timeout":"30s"}`)}
+	return p
+}
+
 var stepIDs = []string{"A", "O", "B", "C", "D", "X"}
 
 // run applies a sequence of inputs, drawn by pick from what has happened so
@@ -51,6 +60,13 @@ func newRunWith(t testing.TB, p workflow.Policy) *run {
 		r.cp.Budget = &events.Budget{Tokens: 60}
 	}
 	r.step(workflow.Planned{Plan: diamond(), TimeoutMS: 60_000})
+	return r
+}
+
+// newWaitRun starts a run whose plan has a wait step (diamondWait).
+func newWaitRun(t testing.TB, p workflow.Policy) *run {
+	r := &run{t: t, cp: fresh("prop"), now: t0, sent: map[string]bool{}, once: map[string]int{}, policy: p}
+	r.step(workflow.Planned{Plan: diamondWait(), TimeoutMS: 60_000})
 	return r
 }
 
@@ -111,13 +127,23 @@ func (r *run) step(in workflow.Input) {
 	if r.cp.EventCount != r.events {
 		fail("event count %d, events emitted %d", r.cp.EventCount, r.events)
 	}
-	// A step's reply is recorded at most once.
+	// A step's reply (or a wait step's end) is recorded at most once; a
+	// paused workflow dispatches nothing new.
 	for _, tr := range eff.Transitions {
-		if tr.StepID != "" && tr.Cause == workflow.CauseReply && tr.To == events.StateCompleted {
-			if r.once[tr.StepID]++; r.once[tr.StepID] > 1 {
-				fail("step %s completed twice", tr.StepID)
+		switch tr.Cause {
+		case workflow.CauseReply, workflow.CauseSignal, workflow.CauseTimer:
+			if tr.StepID != "" && tr.To == events.StateCompleted {
+				if r.once[tr.StepID]++; r.once[tr.StepID] > 1 {
+					fail("step %s completed twice", tr.StepID)
+				}
 			}
 		}
+		if r.cp.Paused && tr.StepID != "" && tr.To == events.StateWorking && tr.Cause != workflow.CauseRedispatch && tr.Cause != workflow.CauseRecovery {
+			fail("paused, yet step %s dispatched (%s)", tr.StepID, tr.Cause)
+		}
+	}
+	if r.cp.Paused && r.cp.Status != events.StateSubmitted && r.cp.Phase != workflow.PhasePaused {
+		fail("paused in phase %s", r.cp.Phase)
 	}
 	r.checkState(fail)
 }
@@ -165,6 +191,12 @@ func (r *run) checkState(fail func(string, ...any)) {
 	// published, its lease runs from its dispatch, the watchdog is armed.
 	for id, t := range cp.Tasks {
 		if t.Status != events.StateWorking {
+			continue
+		}
+		if t.Wait != nil {
+			if t.Wait.At == nil && t.Wait.Signal == "" {
+				fail("wait step %s waits for nothing", id)
+			}
 			continue
 		}
 		if !r.sent[events.StepKey("acme", "prop", id, t.Attempt)] || t.DispatchedAt == nil || cp.Watch == 0 {
@@ -230,6 +262,14 @@ func (r *run) next(rng *rand.Rand) workflow.Input {
 		return workflow.Throttled{StepID: step, Attempt: attempt, Until: r.now.Add(time.Second), Reason: "rate"}
 	case n < 81:
 		return workflow.Released{}
+	case n < 84:
+		return workflow.Signal{Name: []string{"go", "other"}[rng.IntN(2)], Data: json.RawMessage(`{"n":1}`), ID: fmt.Sprintf("s%d", rng.IntN(4))}
+	case n < 86:
+		return workflow.Pause{Reason: "p"}
+	case n < 88:
+		return workflow.Unpause{}
+	case n < 90:
+		return workflow.WaitDue{StepID: step, Attempt: attempt}
 	}
 	return r.history[rng.IntN(len(r.history))] // a redelivery
 }
@@ -248,6 +288,9 @@ func TestApplyProperties(t *testing.T) {
 		r := newRunWith(t, p)
 		if seed%3 == 2 {
 			r = newWaitingRun(t, p) // waits for its concurrency key until released
+		}
+		if seed%5 == 4 {
+			r = newWaitRun(t, p) // has a wait step
 		}
 		for range 60 {
 			r.step(r.next(rng))

@@ -132,10 +132,27 @@ func (x *tx) failed(r events.StepFailed) error {
 // whose dependencies have all settled, with their outputs (null for an
 // optional step that failed). Steps are taken in stage order, so the
 // dispatch order is Kahn's.
+//
+// A paused workflow dispatches nothing. A wait step is started, not
+// dispatched; one that completes at once (a signal kept for it) may make
+// others ready, so the stages are gone through again until nothing more
+// starts.
 func (x *tx) dispatchReady() error {
-	if x.cp.OverBudget() {
-		return nil // the steps not yet run wait for the budget's decision (advance)
+	if x.cp.OverBudget() || x.cp.Paused {
+		return nil // the steps not yet run wait for the budget's decision (advance), or for the unpause
 	}
+	for {
+		again, err := x.dispatchStages()
+		if err != nil || !again {
+			return err
+		}
+	}
+}
+
+// dispatchStages is one pass of dispatchReady; it reports whether a wait
+// step completed as it started.
+func (x *tx) dispatchStages() (bool, error) {
+	again := false
 	for _, stage := range x.cp.Stages {
 		for _, id := range stage {
 			t := x.cp.Tasks[id]
@@ -149,12 +166,20 @@ func (x *tx) dispatchReady() error {
 			}
 			if t.Confirm != "" && (t.Approval == nil || t.Approval.State != ApprovalApproved) {
 				if err := x.hold(s, t); err != nil {
-					return err
+					return false, err
 				}
 				continue
 			}
+			if t.Capability == CapabilityWait {
+				done, err := x.startWait(s, t, CauseDispatch)
+				if err != nil {
+					return false, err
+				}
+				again = again || done
+				continue
+			}
 			if err := x.request(s, t, deps, CauseDispatch); err != nil {
-				return err
+				return false, err
 			}
 			t.Since = t.Attempt
 			msg := "dispatched to " + t.Capability
@@ -162,11 +187,11 @@ func (x *tx) dispatchReady() error {
 				msg = fmt.Sprintf("dispatched to %s, which is busy: queued for a fair turn among its tenants (priority %d)", t.Capability, x.cp.EffectivePriority())
 			}
 			if err := x.emit(events.TypeStatus, s.ID, events.Status{State: events.StateWorking, StepID: s.ID, Message: msg}); err != nil {
-				return err
+				return false, err
 			}
 		}
 	}
-	return nil
+	return again, nil
 }
 
 // hold asks for a confirmation before a ready step runs (Task.Confirm):

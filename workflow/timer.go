@@ -16,14 +16,29 @@ import (
 // message schedule on its watch subject (subjects.Watch) that the server
 // holds and fires onto the timer subject when it is due, and that the
 // watchdog schedules again for the next lease due.
+//
+// With Step it is the timer of a wait step's attempt (WaitTimer), held
+// like the deadline until due; then it is the engine's WaitDue.
 type Timer struct {
-	At    time.Time `json:"at"`
-	Watch int       `json:"watch,omitempty"`
+	At      time.Time `json:"at"`
+	Watch   int       `json:"watch,omitempty"`
+	Step    string    `json:"step,omitempty"`
+	Attempt int       `json:"attempt,omitempty"`
 }
 
 // DeadlineTimer is the timer that fails the workflow at its deadline.
 func DeadlineTimer(cp *Checkpoint, at, now time.Time) (Outgoing, error) {
 	return newTimer(cp, cp.TenantID+"/"+cp.WorkflowID+"/deadline", Timer{At: at}, now)
+}
+
+// WaitTimer is the timer of a wait step's attempt, due at at: the end of
+// its wait, or its signal's timeout. It is a message on the workflow's
+// timer subject that the timer consumer holds until due (as the
+// deadline's), because the watch subject holds one schedule per workflow.
+func WaitTimer(cp *Checkpoint, step string, attempt int, at, now time.Time) (Outgoing, error) {
+	m, err := newTimer(cp, fmt.Sprintf("%s/%s/wait/%s/%d", cp.TenantID, cp.WorkflowID, step, attempt), Timer{At: at.UTC(), Step: step, Attempt: attempt}, now)
+	m.StepID = step
+	return m, err
 }
 
 // WatchTimer schedules the workflow's watchdog timer number n at at.

@@ -78,7 +78,10 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newVersion(), newServe(), newWorker(), newOrchestrator(), newGateway(), newAsk(), newWatch(), newAgents(), newIndex(), newEval(),
 		newControl(events.ActionCancel, "Cancel a workflow: nothing more is dispatched and running steps are stopped"),
 		newControl(events.ActionResume, "Resume a failed workflow: failed steps run again, completed ones are kept"),
-		newControl(events.ActionApprove, "Approve (or --reject) a step that awaits a human decision"))
+		newControl(events.ActionApprove, "Approve (or --reject) a step that awaits a human decision"),
+		newControl(events.ActionPause, "Pause a workflow: running steps finish, nothing new is dispatched until unpause"),
+		newControl(events.ActionUnpause, "Unpause a paused workflow: what is ready is dispatched"),
+		newSignal())
 	root.AddCommand(newNatsConfig(), newSession(), newBench(), newMCP())
 	root.AddCommand(newList(), newHistory(), newFork(), newDelete(), newDocuments(), newSchedule())
 	return root

@@ -81,6 +81,8 @@ export interface Task {
   completed_at?: string;
   queued_ms?: number;
   run_ms?: number;
+  /** wait is a wait step's wait: the signal it waits for, or when its timer is due. */
+  wait?: { signal?: string; at?: string; on_timeout?: string };
 }
 
 export interface Citation {
@@ -108,6 +110,9 @@ export interface WorkflowState {
   event_count?: number;
   metadata?: Record<string, string>;
   forked_from?: unknown;
+  /** paused: nothing new is dispatched until it is unpaused. */
+  paused?: boolean;
+  pause_reason?: string;
 }
 
 export interface Revision {

@@ -16,7 +16,7 @@ import type { Frame, LinkState } from '../follow';
 import { stream } from '../stream';
 import { navigate, onLink } from '../router';
 import { onEvent, stepState, type Live } from '../steps';
-import { Approvals, Controls } from './workflow_controls';
+import { Approvals, Controls, Signals, waitingSignals } from './workflow_controls';
 import { exposeLog, markShown } from './workflow_probe';
 
 interface Artifact {
@@ -227,6 +227,7 @@ export function WorkflowPage({ id }: { id: string }) {
             </div>
           </section>
           {awaiting.length > 0 && mayControl && <Approvals id={id} steps={awaiting} onDone={refresh} />}
+          {wf && mayControl && waitingSignals(wf).length > 0 && <Signals id={id} names={waitingSignals(wf)} onDone={refresh} />}
           {awaiting.length > 0 && !mayControl && (
             <div class="banner">Step {awaiting.join(', ')} awaits approval by someone with a client token.</div>
           )}

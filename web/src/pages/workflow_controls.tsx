@@ -1,5 +1,6 @@
 // The buttons that change a workflow: cancel (confirmed in place), resume,
-// and the approval of steps that wait for a person. Viewers never see them.
+// pause and unpause, a signal to a wait step, and the approval of steps
+// that wait for a person. Viewers never see them.
 import { useState } from 'preact/hooks';
 import { ApiError, post, terminal, wfPath, type WorkflowState } from '../api';
 
@@ -40,6 +41,16 @@ export function Controls(props: { id: string; wf: WorkflowState; awaiting: strin
           <button class="ghost" onClick={() => setConfirm(false)}>Keep running</button>
         </>
       )}
+      {!over && !props.wf.paused && (
+        <button class="ghost" onClick={() => act('pause', 'pause', { reason: 'paused from the dashboard' })} disabled={busy !== ''} data-action="pause">
+          {busy === 'pause' ? 'Pausing…' : 'Pause'}
+        </button>
+      )}
+      {!over && props.wf.paused && (
+        <button onClick={() => act('unpause', 'unpause', {})} disabled={busy !== ''} data-action="unpause">
+          {busy === 'unpause' ? 'Unpausing…' : 'Unpause'}
+        </button>
+      )}
       {(props.wf.status === 'failed' || props.wf.status === 'rejected') && (
         <button onClick={() => act('resume', 'resume', {})} disabled={busy !== ''} data-action="resume">{busy === 'resume' ? 'Resuming…' : 'Resume'}</button>
       )}
@@ -73,6 +84,50 @@ export function Approvals(props: { id: string; steps: string[]; onDone: () => vo
             onInput={(e) => setComment({ ...comment, [s]: (e.target as HTMLInputElement).value })} />
           <button class="primary" disabled={busy === s} onClick={() => decide(s, true)} data-action="approve" data-step={s}>Approve</button>
           <button class="danger-outline" disabled={busy === s} onClick={() => decide(s, false)} data-action="reject" data-step={s}>Reject</button>
+        </div>
+      ))}
+      {error && <p class="error small" role="alert">{error}</p>}
+    </section>
+  );
+}
+
+// waitingSignals lists the signals the workflow's wait steps wait for now.
+export function waitingSignals(wf: WorkflowState): string[] {
+  const out: string[] = [];
+  for (const t of Object.values(wf.tasks ?? {})) {
+    if (t.status === 'working' && t.wait?.signal && !out.includes(t.wait.signal)) out.push(t.wait.signal);
+  }
+  return out;
+}
+
+// Signals sends a signal, with a JSON body, to a wait step that waits for one.
+export function Signals(props: { id: string; names: string[]; onDone: () => void }) {
+  const [body, setBody] = useState<Record<string, string>>({});
+  const [busy, setBusy] = useState('');
+  const [error, setError] = useState('');
+  const send = async (name: string) => {
+    setBusy(name);
+    setError('');
+    try {
+      const text = (body[name] ?? '').trim();
+      const data = text === '' ? null : JSON.parse(text);
+      await post(`${wfPath(props.id)}/signals/${encodeURIComponent(name)}`, data);
+      props.onDone();
+    } catch (e) {
+      setError(e instanceof SyntaxError ? `not JSON: ${e.message}` : message(e));
+    } finally {
+      setBusy('');
+    }
+  };
+  return (
+    <section class="card approval" aria-labelledby="h-signal" data-testid="signals">
+      <div class="card-head"><h2 id="h-signal">Waiting for a signal</h2></div>
+      {props.names.map((n) => (
+        <div class="approve-row" key={n}>
+          <label for={`s-${n}`}>Signal <b class="mono">{n}</b></label>
+          <input id={`s-${n}`} type="text" placeholder='JSON body, e.g. {"ok": true}' value={body[n] ?? ''} data-signal-body={n}
+            onInput={(e) => setBody({ ...body, [n]: (e.target as HTMLInputElement).value })} />
+          <button class="primary" disabled={busy === n} onClick={() => send(n)} data-action="signal" data-signal={n}>Send</button>
         </div>
       ))}
       {error && <p class="error small" role="alert">{error}</p>}
