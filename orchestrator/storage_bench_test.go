@@ -2,7 +2,10 @@ package orchestrator_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -28,12 +31,17 @@ const storageSteps = 4
 
 // BenchmarkStorage measures what a completed workflow leaves on disk: it
 // runs AGENTBUS_STORAGE_N (default 2,000) four-step echo chains, 16 at a
-// time, on an embedded server with a t.TempDir() store, and reports the
-// bytes each stream holds (JetStream's State.Bytes, the messages with
-// their subjects and headers) and the store directory's growth, per
-// workflow and per step. With -v it logs the table per stream.
+// time, on an embedded server with a t.TempDir() store, and reports per
+// workflow and per step the bytes each stream holds (JetStream's
+// State.Bytes: the messages with their subjects and headers), what they
+// take at rest (at the compression ratio of the stream's sealed blocks)
+// and on disk now (the newest block of each stream is not compressed
+// yet), and the store directory's growth; the table per stream is in the
+// log. "echo" steps carry the input "x", the same in every workflow;
+// "unique-input" steps 256 random bytes (base64) of their workflow's own,
+// which nothing but the workflow's other messages repeats.
 //
-//	go test -run '^$' -bench Storage -benchtime 1x -v ./orchestrator
+//	go test -run '^$' -bench Storage -benchtime 1x ./orchestrator
 func BenchmarkStorage(b *testing.B) {
 	n := 2000
 	if s := os.Getenv("AGENTBUS_STORAGE_N"); s != "" {
@@ -42,11 +50,30 @@ func BenchmarkStorage(b *testing.B) {
 			b.Fatalf("AGENTBUS_STORAGE_N=%q: want a positive count", s)
 		}
 	}
+	b.Run("echo", func(b *testing.B) {
+		p := chainPlan(storageSteps)
+		benchStorage(b, n, func() *events.Plan { return p })
+	})
+	b.Run("unique-input", func(b *testing.B) {
+		benchStorage(b, n, func() *events.Plan {
+			p := chainPlan(storageSteps)
+			r := make([]byte, 256)
+			_, _ = rand.Read(r)
+			in, _ := json.Marshal(base64.StdEncoding.EncodeToString(r))
+			for i := range p.Steps {
+				p.Steps[i].Input = in
+			}
+			return p
+		})
+	})
+}
+
+// benchStorage runs n workflows of plan's per loop and reports.
+func benchStorage(b *testing.B, n int, plan func() *events.Plan) {
 	env := bustest.New(b)
 	s := startOn(b, env)
-	p := chainPlan(storageSteps)
 	run := func(wf string) {
-		submit(b, s.env.Bus, "default", wf, events.WorkflowSubmitted{Plan: p})
+		submit(b, s.env.Bus, "default", wf, events.WorkflowSubmitted{Plan: plan()})
 		if end := last(b, collect(b, s.env.Bus, "default", wf)); end.Type != events.TypeComplete {
 			b.Errorf("%s ended %s", wf, end.Type)
 		}
