@@ -130,8 +130,8 @@ func (c StreamsConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// streams are agentbus's streams. The events stream (and the checkpoints
-// bucket, buckets) are S2 compressed: they are what a workflow leaves
+// streams are agentbus's streams. The events stream, like the checkpoints
+// bucket (buckets), is S2 compressed: the two are what a workflow leaves
 // behind, kept for days, and their messages repeat one another — a
 // workflow's checkpoint revisions are near copies, its events share their
 // headers. nats-server compresses a message block once it is full (4 MiB
