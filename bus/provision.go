@@ -80,9 +80,11 @@ type StreamsConfig struct {
 	// SessionTTL is how long a conversation session (AGENTBUS_SESSIONS) is
 	// kept after its newest turn; default 30 days.
 	SessionTTL time.Duration
-	// UpdateReplicas lets Provision change the replicas of an existing
-	// stream or bucket in place (JetStream moves it with no downtime);
-	// without it a different replica count is a *ReplicasError.
+	// UpdateReplicas lets Provision change an existing stream or bucket
+	// in place: its replicas (JetStream moves it with no downtime; without
+	// it a different replica count is a *ReplicasError), and the S2
+	// compression of the checkpoints bucket and the events stream that
+	// deployments provisioned before it lack (see streams).
 	UpdateReplicas bool
 }
 
@@ -128,6 +130,20 @@ func (c StreamsConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
+// streams are agentbus's streams. The events stream, like the checkpoints
+// bucket (buckets), is S2 compressed: the two are what a workflow leaves
+// behind, kept for days, and their messages repeat one another — a
+// workflow's checkpoint revisions are near copies, its events share their
+// headers. nats-server compresses a message block once it is full (4 MiB
+// for a bucket, 8 MiB for the events stream) and a read of a sealed block
+// decompresses it once into the block cache. BenchmarkStorage
+// (./orchestrator) puts a four-step workflow at about a tenth of its
+// uncompressed bytes. A deployment provisioned before keeps working
+// uncompressed; --update-streams (StreamsConfig.UpdateReplicas) turns
+// compression on in place. nats-server 2.15 takes the change at once, but
+// its file store applies it only once it loads the stream again (the
+// server's next restart), to the blocks it seals from then on: nothing is
+// rewritten, old blocks age out as they are.
 func (c StreamsConfig) streams() []jetstream.StreamConfig {
 	wq := func(name, subject, desc string) jetstream.StreamConfig {
 		return jetstream.StreamConfig{
@@ -152,6 +168,8 @@ func (c StreamsConfig) streams() []jetstream.StreamConfig {
 			// consumer; the server's default cap of 1,000 per stream would
 			// refuse the 1,001st watcher.
 			MaxConsumers: MaxFollowers,
+			// Kept 7 days: the largest stream at rest (see streams).
+			Compression: jetstream.S2Compression,
 		},
 		TimersStream(c.Replicas, c.Duplicates),
 		// Made at start with the others, not on first use: on a cluster,
@@ -169,7 +187,10 @@ func (c StreamsConfig) streams() []jetstream.StreamConfig {
 
 func (c StreamsConfig) buckets() []jetstream.KeyValueConfig {
 	return []jetstream.KeyValueConfig{
-		{Bucket: subjects.BucketCheckpoints, Description: "agentbus workflow checkpoints", History: uint8(c.CheckpointHistory), Storage: jetstream.FileStorage, Replicas: c.Replicas},
+		// Compressed: a workflow's revisions are near copies of each
+		// other (see streams).
+		{Bucket: subjects.BucketCheckpoints, Description: "agentbus workflow checkpoints", History: uint8(c.CheckpointHistory),
+			Storage: jetstream.FileStorage, Replicas: c.Replicas, Compression: true},
 		{Bucket: subjects.BucketControl, Description: "agentbus control records (cancel)", History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas},
 		{Bucket: subjects.BucketMemory, Description: "agentbus memory agent facts, per tenant", History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas},
 		{Bucket: subjects.BucketAgents, Description: "agentbus agent registrations (per-key TTL)", History: 1, Storage: jetstream.FileStorage,
@@ -192,9 +213,10 @@ func SessionsBucket(replicas int, ttl time.Duration) jetstream.KeyValueConfig {
 
 // Provision creates every stream and bucket agentbus needs, or checks that
 // the existing ones are compatible. It is idempotent and never changes an
-// existing stream except its replicas, and those only with
-// cfg.UpdateReplicas: a difference is reported as an *IncompatibleError or
-// a *ReplicasError (all of them joined).
+// existing stream except its replicas and its compression, and those only
+// with cfg.UpdateReplicas: a difference is reported as an
+// *IncompatibleError or a *ReplicasError (all of them joined), a stream
+// left uncompressed is logged.
 //
 // On a cluster that is still forming (no JetStream meta leader yet, fewer
 // servers than replicas) Provision waits, saying so in the log, until the
@@ -315,26 +337,46 @@ func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig, upd
 		diff("replicas", have.Replicas, want.Replicas)
 		return &IncompatibleError{Kind: "stream", Name: want.Name, Differences: diffs}
 	}
-	return b.ensureReplicas(ctx, "stream", want.Name, have, want.Replicas, update, scaled)
+	return b.ensureInPlace(ctx, "stream", want.Name, have, want.Replicas, want.Compression, update, scaled)
 }
 
-// ensureReplicas reports a stream (or a bucket's stream) whose replica
-// count differs from want, or, with update, changes it in place and notes
-// its stream's name in scaled.
-func (b *Bus) ensureReplicas(ctx context.Context, kind, name string, have jetstream.StreamConfig, want int, update bool, scaled map[string]bool) error {
-	if have.Replicas == want {
+// ensureInPlace brings what may change in place of a stream (or a
+// bucket's or object store's stream) to what is wanted: a replica count
+// that differs is a *ReplicasError, or, with update, changed, its stream's
+// name noted in scaled; compression wanted and off is logged, or, with
+// update, turned on (see streams). Both go in one update.
+func (b *Bus) ensureInPlace(ctx context.Context, kind, name string, have jetstream.StreamConfig, replicas int, cmp jetstream.StoreCompression, update bool, scaled map[string]bool) error {
+	scale := have.Replicas != replicas
+	compress := cmp == jetstream.S2Compression && have.Compression != cmp
+	if scale && !update {
+		return &ReplicasError{Kind: kind, Name: name, Have: have.Replicas, Want: replicas}
+	}
+	if compress && !update {
+		b.log.Info("stored uncompressed: start with --update-streams to compress it (S2), about a tenth of the disk for checkpoints and events",
+			"kind", kind, "name", name)
+	}
+	if !update || (!scale && !compress) {
 		return nil
 	}
-	if !update {
-		return &ReplicasError{Kind: kind, Name: name, Have: have.Replicas, Want: want}
-	}
 	from := have.Replicas
-	have.Replicas = want
-	if _, err := b.js.UpdateStream(ctx, have); err != nil {
-		return fmt.Errorf("bus: scale %s %s from %d to %d replicas: %w", kind, name, from, want, err)
+	have.Replicas = replicas
+	if compress {
+		have.Compression = cmp
 	}
-	b.log.Info("scaling in place", "kind", kind, "name", name, "replicas_was", from, "replicas", want)
-	scaled[have.Name] = true
+	if _, err := b.js.UpdateStream(ctx, have); err != nil {
+		if !scale {
+			return fmt.Errorf("bus: compress %s %s: %w", kind, name, err)
+		}
+		return fmt.Errorf("bus: scale %s %s from %d to %d replicas: %w", kind, name, from, replicas, err)
+	}
+	if compress {
+		b.log.Info("compression turned on (S2): blocks sealed after each server's next restart are compressed, those written before stay as they are",
+			"kind", kind, "name", name)
+	}
+	if scale {
+		b.log.Info("scaling in place", "kind", kind, "name", name, "replicas_was", from, "replicas", replicas)
+		scaled[have.Name] = true
+	}
 	return nil
 }
 
@@ -416,7 +458,11 @@ func (b *Bus) ensureBucket(ctx context.Context, want jetstream.KeyValueConfig, u
 	if !ok {
 		return nil
 	}
-	return b.ensureReplicas(ctx, "bucket", want.Bucket, bs.StreamInfo().Config, want.Replicas, update, scaled)
+	var cmp jetstream.StoreCompression
+	if want.Compression {
+		cmp = jetstream.S2Compression
+	}
+	return b.ensureInPlace(ctx, "bucket", want.Bucket, bs.StreamInfo().Config, want.Replicas, cmp, update, scaled)
 }
 
 func (b *Bus) ensureObjectStore(ctx context.Context, want jetstream.ObjectStoreConfig, update bool, scaled map[string]bool) error {
@@ -438,7 +484,11 @@ func (b *Bus) ensureObjectStore(ctx context.Context, want jetstream.ObjectStoreC
 	if !ok {
 		return nil
 	}
-	return b.ensureReplicas(ctx, "object store", want.Bucket, bs.StreamInfo().Config, want.Replicas, update, scaled)
+	var cmp jetstream.StoreCompression
+	if want.Compression {
+		cmp = jetstream.S2Compression
+	}
+	return b.ensureInPlace(ctx, "object store", want.Bucket, bs.StreamInfo().Config, want.Replicas, cmp, update, scaled)
 }
 
 // Epoch returns the events stream's epoch: the identity of its incarnation.

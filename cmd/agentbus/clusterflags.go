@@ -24,7 +24,7 @@ func (f *streamFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.IntVar(&f.replicas, "replicas", 1, "JetStream replicas of every stream and bucket, 1 to 5 (3 on a three-server cluster; serve with --routes defaults to 3)")
 	fl.DurationVar(&f.sessionTTL, "session-ttl", bus.DefaultSessionTTL, "how long a conversation session is kept after its newest turn (bucket AGENTBUS_SESSIONS, when this process provisions it)")
-	fl.BoolVar(&f.updateStreams, "update-streams", false, "change the replicas of existing streams and buckets in place to --replicas (without it a difference is reported and the process stops)")
+	fl.BoolVar(&f.updateStreams, "update-streams", false, "change the replicas of existing streams and buckets in place to --replicas (without it a difference is reported and the process stops), and compress the checkpoints and events of a store provisioned before compression (from each server's next restart)")
 }
 
 // config is the bus's streams configuration, events kept for maxAge.
