@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,11 +92,6 @@ type Output struct {
 
 // Handle runs the step's child workflow to its end.
 func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emitter) (json.RawMessage, error) {
-	var both struct{ Query, Plan json.RawMessage }
-	if json.Unmarshal(req.Input, &both) == nil && len(both.Query) > 0 && len(both.Plan) > 0 {
-		// Clearer than what the schema's oneOf says of it.
-		return nil, fmt.Errorf("%w: step %q input: /: give exactly one of query and plan, not both", agents.ErrPermanent, req.StepID)
-	}
 	var in Input
 	if err := agentkit.Decode(req, agentkit.InputSchema(Capability), &in); err != nil {
 		return nil, err
@@ -124,6 +121,17 @@ func (a *Agent) Handle(ctx context.Context, req agents.Request, emit agents.Emit
 // checked; what it cannot check is reported with its JSON pointer.
 func (a *Agent) child(req agents.Request, in Input) (subflow.Child, error) {
 	c := subflow.Child{ID: subflow.ID("sw-", req), Query: strings.TrimSpace(in.Query), Plan: in.Plan, Metadata: in.Metadata, Label: "child workflow"}
+	switch {
+	case in.Query != "" && in.Plan != nil:
+		return c, errors.New("/: give exactly one of query and plan, not both")
+	case in.Query == "" && in.Plan == nil:
+		return c, errors.New("/: give one of query (the child is planned) and plan")
+	}
+	for _, k := range slices.Sorted(maps.Keys(in.Metadata)) {
+		if subflow.Reserved(k) {
+			return c, fmt.Errorf("/metadata/%s: set by the agent (the child's parent and depth), not by the input", k)
+		}
+	}
 	if in.Plan != nil {
 		// The plan as given: decoding it dropped what the schema refuses.
 		var raw struct{ Plan json.RawMessage }
@@ -141,7 +149,7 @@ func (a *Agent) child(req agents.Request, in Input) (subflow.Child, error) {
 		c.Query = req.Query
 	}
 	if c.Query == "" && c.Plan == nil {
-		return c, errors.New("/query: empty")
+		return c, errors.New("/query: blank")
 	}
 	if in.Timeout != "" {
 		d, err := time.ParseDuration(in.Timeout)

@@ -23,9 +23,10 @@ func TestBadInput(t *testing.T) {
 	tests := []struct {
 		name, input, want string
 	}{
-		{"empty", `{}`, "/query: required"},
+		{"empty", `{}`, "/: give one of query"},
 		{"both", `{"query":"a","plan":{"steps":[{"id":"e","capability":"echo"}]}}`, "/: give exactly one of query and plan"},
 		{"empty query", `{"query":""}`, "/query"},
+		{"blank query", `{"query":"  "}`, "/query: blank"},
 		{"unknown field", `{"query":"a","qurey":"b"}`, "/qurey"},
 		{"plan without steps", `{"plan":{}}`, "/plan"},
 		{"bad step", `{"plan":{"steps":[{"id":"e","capability":"Not A Capability"}]}}`, "/plan/steps/0/capability"},
