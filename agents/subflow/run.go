@@ -96,6 +96,9 @@ func (r *Runner) Run(ctx context.Context, req agents.Request, emit agents.Emitte
 		return out, nil
 	}
 	if ctx.Err() == nil {
+		if err == nil {
+			err = errors.New("its events stopped before its end")
+		}
 		return out, fmt.Errorf("subflow: following child workflow %s: %w", c.ID, err)
 	}
 	cause := context.Cause(ctx)
