@@ -20,6 +20,13 @@ var (
 	errRecorded = fmt.Errorf("%w (its record in the control bucket)", errCanceled)
 )
 
+// Canceled reports whether a step's context ended because its workflow
+// was canceled, rather than by a deadline or because the worker is
+// stopping (then the step is handed back and delivered again). An agent
+// that started work outside the worker, such as a child workflow, stops
+// it on a cancel and may leave it for the next delivery otherwise.
+func Canceled(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errCanceled) }
+
 // cancels knows which workflows are canceled (from KV AGENTBUS_CONTROL and
 // the control subject) and cancels the contexts of their running steps.
 // Safe for concurrent use.

@@ -29,12 +29,24 @@ type summary struct {
 	// User is whom the workflow runs for; only an admin's list (or one
 	// with auth off) mixes users.
 	User string `json:"user,omitempty"`
+	// ParentWorkflow is the workflow whose step started this one (its
+	// metadata "parent_workflow": a sub-workflow or a tool call).
+	ParentWorkflow string `json:"parent_workflow,omitempty"`
 }
 
-// list answers GET /v1/workflows?status=…&limit=…&after=…: the tenant's
-// workflows that the request sees (auth_scope.go) in id order (ids are
-// time-ordered UUIDs when the gateway made them), paged by the last id
-// seen.
+// listed is a checkpoint as the list reads it.
+type listed struct {
+	summary
+	Metadata struct {
+		ParentWorkflow string `json:"parent_workflow"`
+	} `json:"metadata"`
+}
+
+// list answers GET /v1/workflows?status=…&parent_workflow=…&limit=…&after=…:
+// the tenant's workflows that the request sees (auth_scope.go) in id
+// order (ids are time-ordered UUIDs when the gateway made them), paged by
+// the last id seen; parent_workflow keeps the children of a workflow
+// (those whose metadata names it: sub-workflows and tool calls).
 func (g *Gateway) list(w http.ResponseWriter, r *http.Request) {
 	tenant, ok := g.tenant(w, r)
 	if !ok {
@@ -72,6 +84,11 @@ func (g *Gateway) list(w http.ResponseWriter, r *http.Request) {
 		writeBadRequest(w, queryProblem("schedule_id", "%s is not a schedule id: %v", quoted(sched), err))
 		return
 	}
+	parent := q.Get("parent_workflow")
+	if err := subjects.ValidWorkflow(parent); parent != "" && err != nil {
+		writeBadRequest(w, queryProblem("parent_workflow", "%s is not a workflow id: %v", quoted(parent), err))
+		return
+	}
 	entries, err := g.checkpoints.ListMatching(r.Context(), tenant+".*")
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, apiError{Code: "unavailable", Message: err.Error()})
@@ -82,13 +99,16 @@ func (g *Gateway) list(w http.ResponseWriter, r *http.Request) {
 	out := []summary{}
 	next := ""
 	for _, e := range entries {
-		var s summary
-		if json.Unmarshal(e.Value, &s) != nil || s.WorkflowID <= after || (status != "" && s.Status != status) || !sc.sees(s.User) {
+		var l listed
+		if json.Unmarshal(e.Value, &l) != nil || l.WorkflowID <= after || (status != "" && l.Status != status) || !sc.sees(l.User) ||
+			(parent != "" && l.Metadata.ParentWorkflow != parent) {
 			continue
 		}
 		if sched != "" && !startedBy(e.Value, sched) {
 			continue
 		}
+		s := l.summary
+		s.ParentWorkflow = l.Metadata.ParentWorkflow
 		if len(out) == limit {
 			next = out[len(out)-1].WorkflowID
 			break
@@ -100,6 +120,9 @@ func (g *Gateway) list(w http.ResponseWriter, r *http.Request) {
 		v := url.Values{"status": {string(status)}, "limit": {strconv.Itoa(limit)}, "after": {next}}
 		if sched != "" {
 			v.Set("schedule_id", sched)
+		}
+		if parent != "" {
+			v.Set("parent_workflow", parent)
 		}
 		resp["next"] = "/v1/workflows?" + v.Encode()
 	}

@@ -134,8 +134,9 @@ func TestCheckpointHistoryAndFork(t *testing.T) {
 // listing is the answer to GET /v1/workflows.
 type listing struct {
 	Workflows []struct {
-		WorkflowID string `json:"workflow_id"`
-		Status     string `json:"status"`
+		WorkflowID     string `json:"workflow_id"`
+		Status         string `json:"status"`
+		ParentWorkflow string `json:"parent_workflow"`
 	} `json:"workflows"`
 	Next string `json:"next"`
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/agents/agentkit"
+	"github.com/agentbus/agentbus/agents/subflow"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/llm"
 )
@@ -21,8 +22,9 @@ import (
 // Agent runs the tool-calling loop of capability "agent". It is safe for
 // concurrent use.
 type Agent struct {
-	cfg Config
-	log *slog.Logger
+	cfg      Config
+	log      *slog.Logger
+	children *subflow.Runner
 }
 
 var _ agents.Agent = (*Agent)(nil)
@@ -33,7 +35,11 @@ func New(cfg Config) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Agent{cfg: cfg, log: cfg.Logger.With("component", "toolagent")}, nil
+	children, err := subflow.New(subflow.Config{Bus: cfg.Bus, Source: source, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("toolagent: %w", err)
+	}
+	return &Agent{cfg: cfg, log: cfg.Logger.With("component", "toolagent"), children: children}, nil
 }
 
 // Card describes the agent.

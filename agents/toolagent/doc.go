@@ -8,8 +8,9 @@
 // capabilities as tools. Each tool call the model makes runs as a child
 // workflow on the bus: a one-step plan of the capability with the call's
 // arguments as input, submitted on the tenant's submit subject with the
-// parent's user and role and metadata naming the parent workflow, step
-// and call. So a call is durable (stored, checkpointed, resumed by any
+// parent's user, role and priority and metadata naming the parent
+// workflow, step and call (package subflow, which the sub-workflow agent
+// shares). So a call is durable (stored, checkpointed, resumed by any
 // orchestrator), traced (the child's spans descend from the step's
 // context), subject to the permissions and their confirmations, visible
 // on the dashboard as a workflow of its own, and cancelled when the step

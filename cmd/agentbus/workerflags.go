@@ -25,6 +25,7 @@ import (
 	"github.com/agentbus/agentbus/agents/search"
 	"github.com/agentbus/agentbus/agents/selectweb"
 	"github.com/agentbus/agentbus/agents/sleep"
+	"github.com/agentbus/agentbus/agents/subworkflow"
 	"github.com/agentbus/agentbus/agents/toolagent"
 	"github.com/agentbus/agentbus/agents/websearch"
 	"github.com/agentbus/agentbus/bus"
@@ -39,7 +40,7 @@ import (
 func builtinNames() []string {
 	names := []string{echo.Capability, sleep.Capability, entities.Capability, enhance.Capability, profiles.Capability,
 		routing.Capability, search.Capability, compose.CapabilitySummarize, compose.CapabilityDetailedReport, memory.Capability,
-		ingest.Capability, websearch.Capability, selectweb.Capability, toolagent.Capability}
+		ingest.Capability, websearch.Capability, selectweb.Capability, toolagent.Capability, subworkflow.Capability}
 	sort.Strings(names)
 	return names
 }
@@ -164,6 +165,8 @@ func builtinAgents(ctx context.Context, caps []string, d agentDeps) (list []agen
 			}
 			closers = append(closers, reg.Close)
 			a, err = toolagent.New(toolagent.Config{Bus: d.b, Model: d.chat, Tools: reg, Permissions: d.perms, Logger: d.log})
+		case subworkflow.Capability:
+			a, err = subworkflow.New(subworkflow.Config{Bus: d.b, Logger: d.log})
 		case memory.Capability:
 			var kv *bus.KV
 			if kv, err = d.b.KV(ctx, subjects.BucketMemory); err != nil {

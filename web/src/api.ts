@@ -64,6 +64,8 @@ export interface Summary {
   updated_at?: string;
   resume_count?: number;
   error?: unknown;
+  /** parent_workflow is the workflow whose step started this one. */
+  parent_workflow?: string;
   /** steps is the plan size, when the page has learnt it. */
   steps?: number;
 }

@@ -3,12 +3,13 @@
 // WebSocket from offset 0 and, after any drop, from the last offset it
 // showed: no event is missed or shown twice, and a reset is shown as such.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { ApiError, get, post, terminal, wfPath, type Citation, type Revision, type WorkflowState } from '../api';
+import { ApiError, get, post, terminal, wfPath, type Citation, type Revision, type Summary, type WorkflowState } from '../api';
 import { useMayControl } from '../session_context';
 import { Answer } from '../components/answer';
 import { Checkpoints } from '../components/checkpoints';
 import { DagView, type StepView } from '../components/dagview';
 import { EventLog, type LogRow } from '../components/eventlog';
+import { childOf, Family, wfHref } from '../components/family';
 import { Json } from '../components/json';
 import { LinkDot, StatusPill } from '../components/status';
 import { between, ms } from '../format';
@@ -36,6 +37,7 @@ export function WorkflowPage({ id }: { id: string }) {
   const [selected, setSelected] = useState<string | undefined>();
   const [cite, setCite] = useState<number | undefined>();
   const [revisions, setRevisions] = useState<Revision[] | null>(null);
+  const [children, setChildren] = useState<Summary[] | null>(null);
   const [resets, setResets] = useState<Frame[]>([]);
   const [now, setNow] = useState(Date.now());
   const [forking, setForking] = useState<{ rev?: number; error?: string }>({});
@@ -62,6 +64,8 @@ export function WorkflowPage({ id }: { id: string }) {
       });
   };
   const loadRevisions = () => get<{ revisions: Revision[] }>(`${wfPath(id)}/checkpoints`).then((r) => setRevisions(r.revisions)).catch(() => {});
+  // loadChildren lists the workflows this one's steps started (first page).
+  const loadChildren = () => get<{ workflows: Summary[] }>(`/v1/workflows?parent_workflow=${encodeURIComponent(id)}&limit=100`).then((r) => setChildren(r.workflows)).catch(() => {});
   // refresh reloads the checkpoint at most every 400 ms, trailing.
   const refresh = () => {
     const r = refreshing.current;
@@ -72,13 +76,16 @@ export function WorkflowPage({ id }: { id: string }) {
       r.last = Date.now();
       loadState();
       loadRevisions();
+      loadChildren();
     }, wait);
   };
 
   useEffect(() => {
     alive.current = true;
+    setChildren(null);
     loadState();
     loadRevisions();
+    loadChildren();
     const stop = stream({
       path: `${wfPath(id)}/ws`,
       finite: true,
@@ -107,6 +114,9 @@ export function WorkflowPage({ id }: { id: string }) {
           if (onEvent(live.current, frame) && frame.type === 'status') stepChanged = true;
           if (frame.type === 'artifact') addArtifact(artifacts.current, frame);
           if (frame.type === 'status' && !frame.step_id) stepChanged = true;
+          // A step that starts a child workflow says so ("child workflow
+          // …", "tool call [n] …: running as workflow …"): list it.
+          if (frame.type === 'progress' && /\bworkflow \S/.test(String(frame.data?.message ?? ''))) stepChanged = true;
           if (frame.type === 'complete' || frame.type === 'error' || frame.type === 'cancelled') ended = true;
         }
         setVersion((v) => v + 1);
@@ -281,6 +291,7 @@ export function WorkflowPage({ id }: { id: string }) {
                   {sel.depends_on?.length ? <><dt>after</dt><dd class="mono">{sel.depends_on.join(', ')}</dd></> : null}
                   {selTask?.approval && <><dt>approval</dt><dd>{selTask.approval.state}{selTask.approval.comment ? ` — “${selTask.approval.comment}”` : ''}</dd></>}
                   {selTask?.error && <><dt>error</dt><dd class="error">{selTask.error}</dd></>}
+                  {childOf(selTask?.output) && <><dt>child</dt><dd class="mono" data-testid="step-child"><a href={wfHref(childOf(selTask?.output)!)} onClick={onLink}>{childOf(selTask?.output)}</a></dd></>}
                 </dl>
                 <Json label="Input" value={sel.input ?? { query: wf?.query }} />
                 <Json label="Output" value={selTask?.output} />
@@ -294,6 +305,7 @@ export function WorkflowPage({ id }: { id: string }) {
                     <dt>tenant</dt><dd class="mono">{wf.tenant_id}</dd>
                     <dt>phase</dt><dd>{wf.phase}</dd>
                     <dt>resumes</dt><dd>{wf.resume_count ?? 0}</dd>
+                    <Family wf={wf} children={children} />
                     {wf.error ? <><dt>error</dt><dd class="error">{typeof wf.error === 'string' ? wf.error : JSON.stringify(wf.error)}</dd></> : null}
                   </dl>
                 )}
