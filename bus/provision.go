@@ -176,6 +176,7 @@ func (c StreamsConfig) streams() []jetstream.StreamConfig {
 		// three nodes creating an R3 stream on their first request at once
 		// timed the requests out.
 		QueueStream(c.Replicas, c.Duplicates),
+		SchedulesStream(c.Replicas, c.Duplicates),
 		{
 			Name: subjects.StreamDeadLetter, Description: "agentbus steps that exhausted their deliveries",
 			Subjects: []string{subjects.AllDeadLetters}, Retention: jetstream.LimitsPolicy,
@@ -200,6 +201,7 @@ func (c StreamsConfig) buckets() []jetstream.KeyValueConfig {
 		IdempotencyBucket(c.Replicas),
 		ConcurrencyBucket(c.Replicas),
 		LimitsBucket(c.Replicas),
+		SchedulesBucket(c.Replicas),
 	}
 }
 
