@@ -77,7 +77,9 @@ export interface Task {
   output?: unknown;
   error?: string;
   worker?: string;
-  approval?: { state: string; comment?: string; confidence?: number };
+  approval?: { state: string; comment?: string; confidence?: number; before_dispatch?: boolean };
+  /** confirm is the tool permissions rule by which the step waits for a confirmation before it runs. */
+  confirm?: string;
   fell_back?: string;
   dispatched_at?: string;
   completed_at?: string;
