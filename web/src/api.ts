@@ -44,6 +44,7 @@ export async function api<T>(method: string, path: string, body?: unknown, signa
 
 export const get = <T>(path: string, signal?: AbortSignal) => api<T>('GET', path, undefined, signal);
 export const post = <T>(path: string, body: unknown) => api<T>('POST', path, body);
+export const del = <T>(path: string) => api<T>('DELETE', path);
 
 export interface Whoami {
   tenant_id: string;
