@@ -59,15 +59,15 @@ export function SchedulesPage() {
         <table class="list schedules" data-testid="schedules">
           <thead>
             <tr>
-              <th>Schedule</th>
-              <th>When</th>
-              <th>Time zone</th>
-              <th>Overlap</th>
-              <th>State</th>
-              <th>Next fire</th>
-              <th>Last fire</th>
+              <th class="c-id">Schedule</th>
+              <th class="c-when">When</th>
+              <th class="c-tz">Time zone</th>
+              <th class="c-overlap">Overlap</th>
+              <th class="c-state">State</th>
+              <th class="c-time">Next fire</th>
+              <th class="c-time">Last fire</th>
               <th>Last run</th>
-              <th class="num">Runs</th>
+              <th class="num c-runs">Runs</th>
               {mayControl && <th class="c-actions">Actions</th>}
             </tr>
           </thead>
@@ -107,7 +107,7 @@ function Row({ s, now, mayControl, onDone }: { s: Schedule; now: number; mayCont
   return (
     <tr data-id={id} data-paused={String(s.paused)}>
       <td class="mono" title={s.note || s.workflow.query || ''}><b>{id}</b></td>
-      <td class="mono" title={s.jitter ? `jitter ${s.jitter}` : undefined}>{timing(s)}{s.jitter ? <span class="muted small"> ±{s.jitter}</span> : null}</td>
+      <td class="mono" title={s.jitter ? `jitter ${s.jitter}` : undefined}>{timing(s)}{s.jitter ? <span class="muted small"> +≤{s.jitter}</span> : null}</td>
       <td>{s.every ? <span class="muted">—</span> : s.time_zone || 'UTC'}</td>
       <td class="mono small">{s.overlap}</td>
       <td>
