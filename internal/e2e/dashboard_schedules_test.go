@@ -87,3 +87,39 @@ func TestDashboardSchedules(t *testing.T) {
 		t.Fatalf("GET a schedule deleted from the page: %d", st)
 	}
 }
+
+// TestDashboardBulkCancel: the Workflows page's bulk control cancels every
+// workflow its filter matches (status chip and metadata), after a
+// confirmation, and shows the API's counts.
+func TestDashboardBulkCancel(t *testing.T) {
+	d := startDash(t, stackOptions{}, acmeClient)
+	submit := func(id, batch string) {
+		body := map[string]any{"workflow_id": id, "metadata": map[string]string{"batch": batch}, "plan": map[string]any{"steps": sleepChain(1, 60_000)}}
+		if st := d.call(t, http.MethodPost, "/v1/workflows", acmeClient, body, nil); st != http.StatusAccepted {
+			t.Fatalf("submit %s: %d", id, st)
+		}
+	}
+	submit("bulk-a", "b7")
+	submit("bulk-b", "b7")
+	submit("bulk-other", "b8")
+	d.open(t, "/", `[data-testid="workflows"] tr[data-id="bulk-other"]`)
+	d.click(t, `[data-filter="running"]`)
+	d.click(t, `[data-action="bulk"]`)
+	d.setInput(t, `[data-field="bulk-metadata"]`, "batch=b7")
+	d.until(t, `document.querySelector('[data-testid="bulk-filter"]').textContent.includes('batch=b7')`)
+	d.click(t, `[data-action="bulk-cancel"]`)
+	d.visible(t, `[data-testid="bulk-confirm"]`)
+	d.shot(t, "workflows-bulk-confirm")
+	d.click(t, `[data-action="bulk-confirm"]`)
+	d.visible(t, `[data-testid="bulk-result"][data-matched="2"][data-applied="2"]`)
+	d.click(t, `[data-filter="canceled"]`)
+	d.visible(t, `[data-testid="workflows"] tr[data-id="bulk-a"][data-status="canceled"]`)
+	d.visible(t, `[data-testid="workflows"] tr[data-id="bulk-b"][data-status="canceled"]`)
+	var st struct {
+		Status string `json:"status"`
+	}
+	d.call(t, http.MethodGet, "/v1/workflows/bulk-other", acmeClient, nil, &st)
+	if st.Status == "canceled" {
+		t.Fatal("bulk cancel of batch=b7 canceled a workflow of batch b8")
+	}
+}
