@@ -25,7 +25,7 @@ const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; worker-src
 // application's pages, which all get index.html. It returns a new slice on
 // every call.
 func Patterns() []string {
-	return []string{"/{$}", "/assets/", "/favicon.svg", "/workflows", "/workflows/{id}", "/agents", "/submit", "/login"}
+	return []string{"/{$}", "/assets/", "/favicon.svg", "/workflows", "/workflows/{id}", "/agents", "/schedules", "/submit", "/login"}
 }
 
 // Handler serves the embedded dashboard. It is safe for concurrent use.

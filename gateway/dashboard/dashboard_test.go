@@ -96,6 +96,7 @@ func TestHandler(t *testing.T) {
 		{"a page route", "GET", "/workflows/wf-1", 200, "no-cache", "text/html"},
 		{"login", "GET", "/login?next=/agents", 200, "no-cache", "text/html"},
 		{"HEAD", "HEAD", "/agents", 200, "no-cache", "text/html"},
+		{"schedules", "GET", "/schedules", 200, "no-cache", "text/html"},
 		{"hashed asset", "GET", asset, 200, "public, max-age=31536000, immutable", "text/javascript"},
 		{"favicon", "GET", "/favicon.svg", 200, "public, max-age=3600", "image/svg+xml"},
 		{"unknown asset", "GET", "/assets/nope.js", 404, "", "text/plain"},

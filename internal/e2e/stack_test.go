@@ -15,6 +15,7 @@ import (
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/gateway"
 	"github.com/agentbus/agentbus/internal/stacktest"
+	"github.com/agentbus/agentbus/orchestrator"
 )
 
 // deadline bounds every wait in these tests; nothing sleeps.
@@ -33,8 +34,10 @@ type stack struct {
 // and a change to the gateway's configuration (tokens, say), applied at
 // every start.
 type stackOptions struct {
-	agents  []agents.Agent
-	gateway func(*gateway.Config)
+	agents       []agents.Agent
+	gateway      func(*gateway.Config)
+	worker       func(*agents.WorkerConfig)
+	orchestrator func(*orchestrator.Config)
 }
 
 func startStack(t *testing.T) *stack { return startStackWith(t, stackOptions{}) }
@@ -48,7 +51,7 @@ func startStackWith(t *testing.T, opts stackOptions) *stack {
 func startStackOn(t *testing.T, env *bustest.Env, opts stackOptions) *stack {
 	t.Helper()
 	st := stacktest.StartOn(t, env, stacktest.Options{Agents: append([]agents.Agent{sleep.Agent{}}, opts.agents...),
-		Gateway: true, GatewayConfig: opts.gateway})
+		Gateway: true, GatewayConfig: opts.gateway, WorkerConfig: opts.worker, OrchestratorConfig: opts.orchestrator})
 	return &stack{Stack: st, t: t, env: env}
 }
 

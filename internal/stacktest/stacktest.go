@@ -22,6 +22,11 @@ type Options struct {
 	// GatewayConfig, if set, adjusts the gateway's config at every start
 	// (tokens, say).
 	GatewayConfig func(*gateway.Config)
+	// WorkerConfig and OrchestratorConfig, if set, adjust the worker's
+	// config (a payload threshold, say) and the orchestrator's (tool
+	// permissions, say) before they start.
+	WorkerConfig       func(*agents.WorkerConfig)
+	OrchestratorConfig func(*orchestrator.Config)
 }
 
 // Stack is one test's running agentbus. Env is its server; Addr the
@@ -51,15 +56,23 @@ func StartOn(t testing.TB, env *bustest.Env, opts Options) *Stack {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	log := bustest.Logger(t)
-	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: append([]agents.Agent{echo.Agent{}}, opts.Agents...),
-		Logger: log, ShutdownGrace: time.Millisecond})
+	wcfg := agents.WorkerConfig{Bus: env.Bus, Agents: append([]agents.Agent{echo.Agent{}}, opts.Agents...),
+		Logger: log, ShutdownGrace: time.Millisecond}
+	if opts.WorkerConfig != nil {
+		opts.WorkerConfig(&wcfg)
+	}
+	w, err := agents.NewWorker(wcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	o, err := orchestrator.New(ctx, orchestrator.Config{Bus: env.Bus, Logger: log})
+	ocfg := orchestrator.Config{Bus: env.Bus, Logger: log}
+	if opts.OrchestratorConfig != nil {
+		opts.OrchestratorConfig(&ocfg)
+	}
+	o, err := orchestrator.New(ctx, ocfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,7 @@ export async function api<T>(method: string, path: string, body?: unknown, signa
 
 export const get = <T>(path: string, signal?: AbortSignal) => api<T>('GET', path, undefined, signal);
 export const post = <T>(path: string, body: unknown) => api<T>('POST', path, body);
+export const del = <T>(path: string) => api<T>('DELETE', path);
 
 export interface Whoami {
   tenant_id: string;
@@ -77,7 +78,9 @@ export interface Task {
   output?: unknown;
   error?: string;
   worker?: string;
-  approval?: { state: string; comment?: string; confidence?: number };
+  approval?: { state: string; comment?: string; confidence?: number; before_dispatch?: boolean };
+  /** confirm is the tool permissions rule by which the step waits for a confirmation before it runs. */
+  confirm?: string;
   fell_back?: string;
   dispatched_at?: string;
   completed_at?: string;

@@ -8,6 +8,7 @@ import { SessionContext } from './session_context';
 import { applyTheme, loadTheme, nextTheme, type Theme } from './theme';
 import { AgentsPage } from './pages/agents';
 import { LoginPage } from './pages/login';
+import { SchedulesPage } from './pages/schedules';
 import { SubmitPage } from './pages/submit';
 import { WorkflowPage } from './pages/workflow';
 import { WorkflowsPage } from './pages/workflows';
@@ -53,6 +54,7 @@ export function App() {
   else if (!who) page = <div class="page"><p class="muted" aria-live="polite">{needLogin ? 'Sign in to continue.' : 'Connecting to the gateway…'}</p></div>;
   else if (m) page = <WorkflowPage key={m[1]} id={decodeURIComponent(m[1])} />;
   else if (path === '/agents') page = <AgentsPage />;
+  else if (path === '/schedules') page = <SchedulesPage />;
   else if (path === '/submit') page = <SubmitPage />;
   else page = <WorkflowsPage />;
 
@@ -71,6 +73,7 @@ export function App() {
         <nav aria-label="Main">
           {nav('/', 'Workflows', path === '/' || path.startsWith('/workflows'))}
           {nav('/submit', 'Submit', path === '/submit')}
+          {nav('/schedules', 'Schedules', path === '/schedules')}
           {nav('/agents', 'Agents', path === '/agents')}
         </nav>
         <div class="who">

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Frame } from './follow';
-import { onEvent, stepState, type Live } from './steps';
+import type { Task } from './api';
+import { confirmationOf, noteConfirm, onEvent, stepState, type Confirmation, type Live } from './steps';
 
 const st = (step: string, state: string, message = ''): Frame => ({ offset: 1, type: 'status', step_id: step, data: { state, step_id: step, message } });
 const pr = (step: string, percent: number, message = ''): Frame => ({ offset: 1, type: 'progress', step_id: step, data: { step_id: step, percent, message } });
@@ -44,5 +45,26 @@ describe('stepState', () => {
     expect(stepState({ capability: 'x', status: 'working', attempt: 1 }, { state: 'running', dispatches: 1 }, false)).toBe('running');
     // a checkpoint that already knows the end wins over a live "running"
     expect(stepState({ capability: 'x', status: 'completed', attempt: 1 }, { state: 'running', dispatches: 1 }, false)).toBe('completed');
+  });
+});
+
+describe('confirmations', () => {
+  const held: Frame = { offset: 5, type: 'status', step_id: 'rm', data: { state: 'input-required', step_id: 'rm', confirm: { capability: 'tool_files_delete', rule: 'acme/client requires_confirmation "tool_files_*"', input: { path: '/tmp/x' } } } } as Frame;
+  it('are kept from the status event and forgotten when the step moves on', () => {
+    const seen = new Map<string, Confirmation>();
+    noteConfirm(seen, held);
+    expect(seen.get('rm')).toEqual({ capability: 'tool_files_delete', rule: 'acme/client requires_confirmation "tool_files_*"', input: { path: '/tmp/x' } });
+    noteConfirm(seen, { offset: 6, type: 'progress', step_id: 'rm', data: { message: 'x' } } as Frame);
+    expect(seen.has('rm')).toBe(true);
+    noteConfirm(seen, { offset: 7, type: 'status', step_id: 'rm', data: { state: 'working', message: 'dispatched' } } as Frame);
+    expect(seen.has('rm')).toBe(false);
+  });
+  it('come from the checkpoint when the event was not seen', () => {
+    const task = { capability: 'tool_files_delete', status: 'input-required', attempt: 0, confirm: 'r', approval: { state: 'pending', before_dispatch: true } } as Task;
+    expect(confirmationOf(undefined, task, { id: 'rm', capability: 'tool_files_delete', input: { path: '/a' } })).toEqual({ capability: 'tool_files_delete', rule: 'r', input: { path: '/a' } });
+    expect(confirmationOf(undefined, { ...task, approval: { state: 'approved' } }, undefined)).toBeUndefined();
+    expect(confirmationOf(undefined, { ...task, confirm: undefined }, undefined)).toBeUndefined();
+    const c = { capability: 'x', rule: 'y' };
+    expect(confirmationOf(c, undefined, undefined)).toBe(c);
   });
 });

@@ -2,6 +2,7 @@
 // the checkpoint (GET /v1/workflows/{id}) filling in what events do not say
 // and standing in for events a reset skipped.
 import type { Task } from './api';
+import type { PlanStep } from './dag';
 import type { Frame } from './follow';
 
 export type StepState = 'pending' | 'queued' | 'running' | 'awaiting' | 'completed' | 'failed' | 'skipped' | 'canceled' | 'rejected';
@@ -99,3 +100,33 @@ export const stepLabel: Record<StepState, string> = {
   canceled: 'canceled',
   rejected: 'rejected',
 };
+
+/** Confirmation is what a step held by the tool permissions waits on: a status event's confirm. */
+export interface Confirmation {
+  capability: string;
+  rule: string;
+  input?: unknown;
+}
+
+/**
+ * noteConfirm keeps the confirm of a step's status event (the step is held
+ * for a confirmation before it runs), and forgets it once the step moves on.
+ */
+export function noteConfirm(seen: Map<string, Confirmation>, f: Frame): void {
+  const id = f.step_id ?? f.data?.step_id;
+  if (f.type !== 'status' || !id) return;
+  const c = f.data?.confirm;
+  if (c && typeof c === 'object' && typeof c.rule === 'string') seen.set(id, { capability: String(c.capability ?? ''), rule: c.rule, input: c.input });
+  else if (f.data?.state !== 'input-required') seen.delete(id);
+}
+
+/**
+ * confirmationOf is the confirmation a step awaits, if it awaits one: the
+ * event's when seen, else the checkpoint's rule with the plan's input (a
+ * page opened later, or after a reset, has not seen the event).
+ */
+export function confirmationOf(seen: Confirmation | undefined, task: Task | undefined, step: PlanStep | undefined): Confirmation | undefined {
+  if (seen) return seen;
+  if (!task?.confirm || task.approval?.state !== 'pending') return undefined;
+  return { capability: task.capability || step?.capability || '', rule: task.confirm, input: step?.input };
+}

@@ -11,13 +11,15 @@ import { DagView, type StepView } from '../components/dagview';
 import { EventLog, type LogRow } from '../components/eventlog';
 import { childOf, Family, wfHref } from '../components/family';
 import { Json } from '../components/json';
+import { PayloadLink } from '../components/payload';
+import { asRef, type PayloadRef } from '../payloadref';
 import { LinkDot, StatusPill } from '../components/status';
 import { between, ms } from '../format';
 import type { Frame, LinkState } from '../follow';
 import { stream } from '../stream';
 import { navigate, onLink } from '../router';
-import { onEvent, stepState, type Live } from '../steps';
-import { Approvals, Controls, Signals, waitingSignals } from './workflow_controls';
+import { confirmationOf, noteConfirm, onEvent, stepState, type Confirmation, type Live } from '../steps';
+import { Approvals, ConfirmDetail, Controls, Signals, waitingSignals } from './workflow_controls';
 import { exposeLog, markShown } from './workflow_probe';
 
 interface Artifact {
@@ -26,6 +28,8 @@ interface Artifact {
   step?: string;
   text: string;
   done: boolean;
+  /** ref: the artifact's data is a large payload's reference, not text. */
+  ref?: PayloadRef;
 }
 
 export function WorkflowPage({ id }: { id: string }) {
@@ -44,6 +48,7 @@ export function WorkflowPage({ id }: { id: string }) {
   const log = useRef<LogRow[]>([]);
   const live = useRef(new Map<string, Live>());
   const artifacts = useRef(new Map<string, Artifact>());
+  const confirms = useRef(new Map<string, Confirmation>());
   const stats = useRef({ duplicates: 0, connections: 0 });
   const refreshing = useRef<{ timer: number | null; last: number }>({ timer: null, last: 0 });
 
@@ -104,6 +109,7 @@ export function WorkflowPage({ id }: { id: string }) {
           if (verdict === 'reset') {
             log.current.push({ frame, kind: 'reset' });
             live.current.clear();
+            confirms.current.clear();
             setResets((r) => [...r, frame]);
             if (frame.data?.tasks) setWf(frame.data as WorkflowState);
             stepChanged = true;
@@ -112,6 +118,7 @@ export function WorkflowPage({ id }: { id: string }) {
           if (verdict !== 'event') continue;
           log.current.push({ frame, kind: 'event' });
           if (onEvent(live.current, frame) && frame.type === 'status') stepChanged = true;
+          noteConfirm(confirms.current, frame);
           if (frame.type === 'artifact') addArtifact(artifacts.current, frame);
           if (frame.type === 'status' && !frame.step_id) stepChanged = true;
           // A step that starts a child workflow says so ("child workflow
@@ -191,6 +198,8 @@ export function WorkflowPage({ id }: { id: string }) {
   const composes = (wf?.plan?.steps ?? []).some((s) => s.capability === 'summarize' || s.capability === 'detailed_report');
   const showAnswer = composes || !wf?.plan || artifacts.current.size > 0 || (done && !!wf?.result);
   const awaiting = (wf?.plan?.steps ?? []).filter((s) => views[s.id]?.state === 'awaiting').map((s) => s.id);
+  const held: Record<string, Confirmation | undefined> = {};
+  for (const s of wf?.plan?.steps ?? []) if (views[s.id]?.state === 'awaiting') held[s.id] = confirmationOf(confirms.current.get(s.id), wf?.tasks?.[s.id], s);
 
   if (missing) {
     return (
@@ -236,24 +245,29 @@ export function WorkflowPage({ id }: { id: string }) {
               {wf?.plan && <DagView steps={wf.plan.steps} stages={wf.stages} views={views} selected={selected} onSelect={(s) => { setSelected(s); setCite(undefined); }} />}
             </div>
           </section>
-          {awaiting.length > 0 && mayControl && <Approvals id={id} steps={awaiting} onDone={refresh} />}
+          {awaiting.length > 0 && mayControl && <Approvals id={id} steps={awaiting} confirms={held} onDone={refresh} />}
           {wf && mayControl && waitingSignals(wf).length > 0 && <Signals id={id} names={waitingSignals(wf)} onDone={refresh} />}
           {awaiting.length > 0 && !mayControl && (
-            <div class="banner">Step {awaiting.join(', ')} awaits approval by someone with a client token.</div>
+            <div class="banner">
+              Step {awaiting.join(', ')} awaits approval by someone with a client token.
+              {awaiting.filter((s) => held[s]).map((s) => <ConfirmDetail key={s} step={s} c={held[s]!} />)}
+            </div>
           )}
           {showAnswer && <section class="card" aria-labelledby="h-answer">
             <div class="card-head"><h2 id="h-answer">{answerText || !done || !wf?.result ? "Answer" : "Result"}</h2>{answer && !answer.done && !done && <span class="muted small">streaming…</span>}</div>
-            {answerText || !done || !wf?.result ? (
+            {answer?.ref ? (
+              <PayloadLink workflowId={id} value={answer.ref} />
+            ) : answerText || !done || !wf?.result ? (
               <Answer text={answerText} streaming={!done} citations={citations} onCite={(n) => { setCite(n); setSelected(undefined); }} active={cite} />
             ) : (
-              <Json label="The outputs of the plan's last steps" value={wf.result} />
+              <Json label="The outputs of the plan's last steps" value={wf.result} workflowId={id} />
             )}
             {others.length > 0 && (
               <div class="artifacts">
                 {others.map((a) => (
                   <details key={a.id} open={!a.done}>
-                    <summary><b>{a.name}</b> <span class="muted small">{a.step} · {a.text.length} chars{a.done ? '' : ' · streaming'}</span></summary>
-                    <pre>{a.text}</pre>
+                    <summary><b>{a.name}</b> <span class="muted small">{a.step}{a.ref ? '' : ` · ${a.text.length} chars`}{a.done ? '' : ' · streaming'}</span></summary>
+                    {a.ref ? <PayloadLink workflowId={id} value={a.ref} /> : <pre>{a.text}</pre>}
                   </details>
                 ))}
               </div>
@@ -294,7 +308,7 @@ export function WorkflowPage({ id }: { id: string }) {
                   {childOf(selTask?.output) && <><dt>child</dt><dd class="mono" data-testid="step-child"><a href={wfHref(childOf(selTask?.output)!)} onClick={onLink}>{childOf(selTask?.output)}</a></dd></>}
                 </dl>
                 <Json label="Input" value={sel.input ?? { query: wf?.query }} />
-                <Json label="Output" value={selTask?.output} />
+                <Json label="Output" value={selTask?.output} workflowId={id} />
               </>
             ) : (
               <>
@@ -326,6 +340,12 @@ export function WorkflowPage({ id }: { id: string }) {
 function addArtifact(m: Map<string, Artifact>, f: Frame) {
   const d = f.data ?? {};
   const id: string = d.artifact_id ?? d.name ?? 'artifact';
+  const ref = asRef(d.data);
+  if (ref) {
+    // A large artifact: its reference stands for all of it.
+    m.set(id, { id, name: d.name ?? id, step: d.step_id ?? f.step_id, text: '', done: !!d.last_chunk || !d.append, ref });
+    return;
+  }
   const chunk = typeof d.data === 'string' ? d.data : JSON.stringify(d.data, null, 2);
   const had = m.get(id);
   const text = d.append && had ? had.text + chunk : chunk;

@@ -3,6 +3,7 @@
 // that wait for a person. Viewers never see them.
 import { useState } from 'preact/hooks';
 import { ApiError, post, terminal, wfPath, type WorkflowState } from '../api';
+import type { Confirmation } from '../steps';
 
 function message(e: unknown): string {
   if (e instanceof ApiError) return e.problems.length ? `${e.message} (${e.problems.map((p) => p.message).join('; ')})` : e.message;
@@ -58,7 +59,9 @@ export function Controls(props: { id: string; wf: WorkflowState; awaiting: strin
   );
 }
 
-export function Approvals(props: { id: string; steps: string[]; onDone: () => void }) {
+// Approvals shows, for a step held by the tool permissions before it runs,
+// the tool, the rule that holds it and the input it would run with.
+export function Approvals(props: { id: string; steps: string[]; confirms?: Record<string, Confirmation | undefined>; onDone: () => void }) {
   const [comment, setComment] = useState<Record<string, string>>({});
   const [busy, setBusy] = useState('');
   const [error, setError] = useState('');
@@ -77,17 +80,40 @@ export function Approvals(props: { id: string; steps: string[]; onDone: () => vo
   return (
     <section class="card approval" aria-labelledby="h-approve" data-testid="approval">
       <div class="card-head"><h2 id="h-approve">Awaiting your approval</h2></div>
-      {props.steps.map((s) => (
-        <div class="approve-row" key={s}>
-          <label for={`c-${s}`}>Step <b class="mono">{s}</b></label>
-          <input id={`c-${s}`} type="text" placeholder="Comment (optional)" value={comment[s] ?? ''} data-comment={s}
-            onInput={(e) => setComment({ ...comment, [s]: (e.target as HTMLInputElement).value })} />
-          <button class="primary" disabled={busy === s} onClick={() => decide(s, true)} data-action="approve" data-step={s}>Approve</button>
-          <button class="danger-outline" disabled={busy === s} onClick={() => decide(s, false)} data-action="reject" data-step={s}>Reject</button>
-        </div>
-      ))}
+      {props.steps.map((s) => {
+        const c = props.confirms?.[s];
+        return (
+          <div key={s}>
+            <div class="approve-row">
+              <label for={`c-${s}`}>Step <b class="mono">{s}</b></label>
+              <input id={`c-${s}`} type="text" placeholder="Comment (optional)" value={comment[s] ?? ''} data-comment={s}
+                onInput={(e) => setComment({ ...comment, [s]: (e.target as HTMLInputElement).value })} />
+              <button class="primary" disabled={busy === s} onClick={() => decide(s, true)} data-action="approve" data-step={s}>{c ? 'Approve and run' : 'Approve'}</button>
+              <button class="danger-outline" disabled={busy === s} onClick={() => decide(s, false)} data-action="reject" data-step={s}>Reject</button>
+            </div>
+            {c && <ConfirmDetail step={s} c={c} />}
+          </div>
+        );
+      })}
       {error && <p class="error small" role="alert">{error}</p>}
     </section>
+  );
+}
+
+// ConfirmDetail is what a held step would run: its tool, the rule holding
+// it and its input, as indented JSON.
+export function ConfirmDetail({ step, c }: { step: string; c: Confirmation }) {
+  return (
+    <div class="confirm" data-testid="confirm" data-step={step}>
+      <p class="small">
+        Runs <b class="mono" data-testid="confirm-capability">{c.capability}</b> only once confirmed, by the tool permission rule{' '}
+        <code data-testid="confirm-rule">{c.rule}</code>
+      </p>
+      <figure class="json">
+        <figcaption>Input it would run with</figcaption>
+        <pre tabIndex={0} data-testid="confirm-input">{c.input === undefined || c.input === null ? 'no input' : JSON.stringify(c.input, null, 2)}</pre>
+      </figure>
+    </div>
   );
 }
 
