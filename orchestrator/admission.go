@@ -464,6 +464,9 @@ func (f *admission) admit(ctx context.Context, capability string, ws []bus.Waiti
 	var taken []*bus.QueuedStep
 	for _, q := range order {
 		qs, err := f.o.bus.TakeQueued(ctx, q.tenant, capability, q.prio, share[q], f.o.cfg.AckWait)
+		if short := share[q] - len(qs); short > 0 {
+			f.o.tokens.release(q.tenant, capability, short) // decided, not taken
+		}
 		if err != nil && !errors.Is(err, bus.ErrNotFound) {
 			return errors.Join(err, f.o.bus.Admit(ctx, taken))
 		}

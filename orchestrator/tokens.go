@@ -88,13 +88,21 @@ type tokenLimits struct {
 	// bucket, so that one round does not admit more than the bucket holds.
 	// The next stored bucket is the truth again.
 	per, held map[string]float64
+	heldAt    map[string]time.Time
 }
+
+// heldFor is how long the tokens expected of admitted steps count against
+// a bucket without a reply's count replacing them: a step admitted and
+// then lost (or taken by another orchestrator's admission) must not hold
+// the bucket shut. A full bucket admits one step whatever is held, for
+// the same reason when a step's estimate is the whole bucket.
+const heldFor = 10 * time.Second
 
 func newTokenLimits(o *Orchestrator) *tokenLimits {
 	if len(o.cfg.TokenLimits) == 0 {
 		return nil
 	}
-	return &tokenLimits{o: o, state: map[string]*tokenState{}, spends: map[string]map[string]bool{}, per: map[string]float64{}, held: map[string]float64{}}
+	return &tokenLimits{o: o, state: map[string]*tokenState{}, spends: map[string]map[string]bool{}, per: map[string]float64{}, held: map[string]float64{}, heldAt: map[string]time.Time{}}
 }
 
 // limit returns a tenant's limit on a model.
@@ -142,14 +150,21 @@ func (t *tokenLimits) check(tenant, capability string, now time.Time) (bool, str
 		if !ok || s == nil {
 			continue
 		}
-		if b := s.balance(l, now) - t.held[TokenLimitKey(tenant, m)]; b < 1 {
+		k := TokenLimitKey(tenant, m)
+		if now.Sub(t.heldAt[k]) > heldFor {
+			delete(t.held, k) // an estimate no reply has replaced: forgotten
+		}
+		full := s.balance(l, now) >= l.burst()
+		if b := s.balance(l, now) - t.held[k]; b < 1 && !full {
 			wait := time.Duration((1 - b) / (l.PerMinute / 60) * float64(time.Second))
 			return false, fmt.Sprintf("tenant %s's token limit on %s is %g tokens a minute (%.0f owed)", tenant, m, l.PerMinute, -b), now.Add(wait)
 		}
 	}
 	for _, m := range models {
 		if _, ok := t.limit(tenant, m); ok {
-			t.held[TokenLimitKey(tenant, m)] += t.per[capability+"/"+m]
+			k := TokenLimitKey(tenant, m)
+			t.held[k] += t.per[capability+"/"+m]
+			t.heldAt[k] = now
 		}
 	}
 	return true, "", now
@@ -312,5 +327,21 @@ func (t *tokenLimits) watch(ctx context.Context) {
 			continue
 		}
 		<-done
+	}
+}
+
+// release takes back what check counted for n steps of a capability that
+// the admission decided on but did not take (another took them first).
+func (t *tokenLimits) release(tenant, capability string, n int) {
+	if t == nil || n <= 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for m := range t.spends[capability] {
+		k := TokenLimitKey(tenant, m)
+		if h, ok := t.held[k]; ok {
+			t.held[k] = max(h-float64(n)*t.per[capability+"/"+m], 0)
+		}
 	}
 }
