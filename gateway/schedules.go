@@ -55,6 +55,17 @@ func (g *Gateway) routesSchedules() {
 }
 
 // schedules returns the store, or answers 503 and false.
+// scheduleScope is what every schedule handler starts with: the
+// request's tenant and the store; false once it has answered.
+func (g *Gateway) scheduleScope(w http.ResponseWriter, r *http.Request) (string, *schedule.Store, bool) {
+	tenant, ok := g.tenant(w, r)
+	if !ok {
+		return "", nil, false
+	}
+	st, ok := g.schedules(w, r.Context())
+	return tenant, st, ok
+}
+
 func (g *Gateway) schedules(w http.ResponseWriter, ctx context.Context) (*schedule.Store, bool) {
 	g.scheds.mu.Lock()
 	defer g.scheds.mu.Unlock()
@@ -155,11 +166,7 @@ func (g *Gateway) createSchedule(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) listSchedules(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := g.tenant(w, r)
-	if !ok {
-		return
-	}
-	st, ok := g.schedules(w, r.Context())
+	tenant, st, ok := g.scheduleScope(w, r)
 	if !ok {
 		return
 	}
@@ -181,11 +188,7 @@ func (g *Gateway) listSchedules(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) getSchedule(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := g.tenant(w, r)
-	if !ok {
-		return
-	}
-	st, ok := g.schedules(w, r.Context())
+	tenant, st, ok := g.scheduleScope(w, r)
 	if !ok {
 		return
 	}
@@ -266,11 +269,7 @@ func (g *Gateway) patchSchedule(w http.ResponseWriter, r *http.Request) {
 
 func (g *Gateway) pauseSchedule(paused bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		tenant, ok := g.tenant(w, r)
-		if !ok {
-			return
-		}
-		st, ok := g.schedules(w, r.Context())
+		tenant, st, ok := g.scheduleScope(w, r)
 		if !ok {
 			return
 		}
@@ -285,11 +284,7 @@ func (g *Gateway) pauseSchedule(paused bool) http.HandlerFunc {
 }
 
 func (g *Gateway) deleteSchedule(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := g.tenant(w, r)
-	if !ok {
-		return
-	}
-	st, ok := g.schedules(w, r.Context())
+	tenant, st, ok := g.scheduleScope(w, r)
 	if !ok {
 		return
 	}
@@ -302,11 +297,7 @@ func (g *Gateway) deleteSchedule(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) triggerSchedule(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := g.tenant(w, r)
-	if !ok {
-		return
-	}
-	st, ok := g.schedules(w, r.Context())
+	tenant, st, ok := g.scheduleScope(w, r)
 	if !ok {
 		return
 	}

@@ -177,45 +177,25 @@ func (o *Orchestrator) updateKey(ctx context.Context, tenant, key string, change
 	if err != nil {
 		return err
 	}
-	get := kv.Get
-	for range maxConflicts {
+	return casUpdate(ctx, kv, k, "concurrency key", func(value []byte, found bool) ([]byte, casOp, error) {
 		var st keyState
-		var rev uint64
-		e, err := get(ctx, k)
-		switch {
-		case isNotFound(err):
-		case err != nil:
-			return err
-		default:
-			rev = e.Revision
-			if err := json.Unmarshal(e.Value, &st); err != nil {
-				return fmt.Errorf("orchestrator: concurrency key %s: %w", k, err)
+		if found {
+			if err := json.Unmarshal(value, &st); err != nil {
+				return nil, casSkip, err
 			}
 		}
 		if !change(&st) {
-			return nil
+			return nil, casSkip, nil
 		}
-		b, _ := json.Marshal(st)
-		switch {
-		case len(st.Running) == 0 && len(st.Waiting) == 0 && rev != 0:
+		if len(st.Running) == 0 && len(st.Waiting) == 0 {
 			// Nothing runs or waits under the key: its entry goes (with
 			// the same fence as a write), so that keys used once (a
 			// session, a user) do not pile up in the bucket.
-			err = kv.DeleteIf(ctx, k, rev)
-		case len(st.Running) == 0 && len(st.Waiting) == 0:
-			return nil
-		case rev == 0:
-			_, err = kv.Create(ctx, k, b)
-		default:
-			_, err = kv.Update(ctx, k, b, rev)
+			return nil, casDelete, nil
 		}
-		if errors.Is(err, bus.ErrConflict) {
-			get = kv.GetCurrent
-			continue
-		}
-		return err
-	}
-	return fmt.Errorf("orchestrator: concurrency key %s: %w after %d attempts", k, bus.ErrConflict, maxConflicts)
+		b, err := json.Marshal(st)
+		return b, casPut, err
+	})
 }
 
 // acquire decides a new workflow's place under its concurrency key.

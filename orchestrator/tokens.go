@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -211,20 +210,13 @@ func (t *tokenLimits) take(ctx context.Context, tenant, model string, n float64,
 		return err
 	}
 	l, _ := t.limit(tenant, model)
-	get := kv.Get
-	for range maxConflicts {
+	var stored tokenState
+	err = casUpdate(ctx, kv, key, "token bucket", func(value []byte, found bool) ([]byte, casOp, error) {
 		now := time.Now()
 		s := tokenState{Tenant: tenant, Model: model, Balance: l.burst(), At: now}
-		var rev uint64
-		e, err := get(ctx, key)
-		switch {
-		case isNotFound(err):
-		case err != nil:
-			return err
-		default:
-			rev = e.Revision
-			if err := json.Unmarshal(e.Value, &s); err != nil {
-				return fmt.Errorf("orchestrator: token bucket %s: %w", key, err)
+		if found {
+			if err := json.Unmarshal(value, &s); err != nil {
+				return nil, casSkip, err
 			}
 		}
 		s.Balance, s.At = s.balance(l, now)-n, now
@@ -241,22 +233,14 @@ func (t *tokenLimits) take(ctx context.Context, tenant, model string, n float64,
 				s.PerStep[c] = n / float64(len(caps))
 			}
 		}
-		b, _ := json.Marshal(s)
-		if rev == 0 {
-			_, err = kv.Create(ctx, key, b)
-		} else {
-			_, err = kv.Update(ctx, key, b, rev)
-		}
-		if errors.Is(err, bus.ErrConflict) {
-			get = kv.GetCurrent
-			continue
-		}
-		if err == nil {
-			t.learn(&s)
-		}
-		return err
+		stored = s
+		b, err := json.Marshal(s)
+		return b, casPut, err
+	})
+	if err == nil {
+		t.learn(&stored)
 	}
-	return fmt.Errorf("orchestrator: token bucket %s: %w after %d attempts", key, bus.ErrConflict, maxConflicts)
+	return err
 }
 
 // learn installs a bucket's state, read or written.
