@@ -369,3 +369,41 @@ type concState struct {
 	concMu sync.Mutex
 	conc   *bus.KV
 }
+
+// retake gives an ended workflow being resumed a slot of its concurrency
+// key again, if the key has room; else it says why not.
+func (o *Orchestrator) retake(ctx context.Context, cp *workflow.Checkpoint) (string, error) {
+	busy := ""
+	err := o.updateKey(ctx, cp.TenantID, cp.Concurrency.Key, func(st *keyState) bool {
+		busy = ""
+		if slices.Contains(st.Running, cp.WorkflowID) {
+			return false
+		}
+		limit := st.Limit
+		if limit == 0 {
+			limit = cp.Concurrency.EffectiveLimit()
+			st.Key, st.Limit = cp.Concurrency.Key, limit
+		}
+		if len(st.Running) >= limit || len(st.Waiting) > 0 {
+			busy = fmt.Sprintf("not resumed: concurrency key %q has %d running (limit %d) and %d waiting; resume it when one ends",
+				cp.Concurrency.Key, len(st.Running), limit, len(st.Waiting))
+			return false
+		}
+		st.Running = append(st.Running, cp.WorkflowID)
+		return true
+	})
+	return busy, err
+}
+
+// freeKey gives back the slot retake took for a resume that did not apply.
+func (o *Orchestrator) freeKey(ctx context.Context, cp *workflow.Checkpoint) {
+	if err := o.updateKey(ctx, cp.TenantID, cp.Concurrency.Key, func(st *keyState) bool {
+		if !slices.Contains(st.Running, cp.WorkflowID) {
+			return false
+		}
+		st.drop(cp.WorkflowID)
+		return true
+	}); err != nil {
+		o.log.Warn("concurrency key: a slot taken for a resume that did not apply was not given back", "workflow", cp.WorkflowID, "err", err)
+	}
+}

@@ -278,3 +278,29 @@ func TestSessionDoubleText(t *testing.T) {
 		}
 	})
 }
+
+// TestResumeRetakesTheKey: a keyed workflow that failed gave its slot up;
+// resuming it while another holds the key (limit 1) is refused, saying
+// why, and applies once the key is free again.
+func TestResumeRetakesTheKey(t *testing.T) {
+	env := flowStack(t, 4, orchestrator.Config{})
+	key := &events.Concurrency{Key: "k"}
+	timedOut := keyed(3000, key)
+	timedOut.TimeoutMS = 200
+	submit(t, env.Bus, "acme", "a", timedOut)
+	if end := last(t, collect(t, env.Bus, "acme", "a")); end.Type != events.TypeError {
+		t.Fatalf("a ended %s, want a timeout", end.Type)
+	}
+	submit(t, env.Bus, "acme", "b", keyed(1500, key))
+	waitRunning(t, env.Bus, "acme", "b")
+	res := control(t, env.Bus, "acme", "a", events.Control{Action: events.ActionResume})
+	if res.Applied || !strings.Contains(res.Message, `not resumed: concurrency key "k" has 1 running (limit 1)`) {
+		t.Fatalf("resume while b holds the key: %+v", res)
+	}
+	if end := last(t, collect(t, env.Bus, "acme", "b")); end.Type != events.TypeComplete {
+		t.Fatalf("b ended %s", end.Type)
+	}
+	waitFor(t, "resume applied once b ended", func() bool {
+		return control(t, env.Bus, "acme", "a", events.Control{Action: events.ActionResume}).Applied
+	})
+}

@@ -58,10 +58,29 @@ func (o *Orchestrator) control(ctx context.Context, n *bus.Notice) (events.Contr
 		// A failed workflow may carry a cancel record (a timeout, or a
 		// cancel that came too late to apply): clear it before the steps
 		// go out again, or workers would drop them.
-		if cp, err := o.Checkpoint(ctx, p.Tenant, p.Last); err == nil && cp.Status == events.StateFailed {
+		cp, err := o.Checkpoint(ctx, p.Tenant, p.Last)
+		if err == nil && cp.Status == events.StateFailed {
 			if err := o.clearCancel(ctx, p.Tenant, p.Last); err != nil {
 				return res, err
 			}
+		}
+		if err == nil && cp.Status.Terminal() && cp.Concurrency != nil {
+			// The workflow gave its concurrency key's slot up when it
+			// ended: a resume takes it again, or is refused while the key
+			// is full (it cannot wait in the key's queue once resumed).
+			busy, err := o.retake(ctx, cp)
+			if err != nil {
+				return res, err
+			}
+			if busy != "" {
+				res.Status, res.Message = cp.Status, busy
+				return res, nil
+			}
+			defer func() {
+				if !res.Applied {
+					o.freeKey(ctx, cp)
+				}
+			}()
 		}
 	}
 	var in workflow.Input
