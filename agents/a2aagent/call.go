@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -65,7 +66,14 @@ func (c *call) run(ctx context.Context) (json.RawMessage, error) {
 // send starts the task with message/send, not waiting for it to finish
 // (the client polls), so that its id is known while it runs.
 func (c *call) send(ctx context.Context, params *a2a.MessageSendParams) error {
-	res, err := c.client.SendMessage(ctx, params)
+	// The answer names the task, which a cancel needs: a step that ends
+	// while message/send is in flight gives it CancelTimeout more to
+	// answer, rather than abandoning a task it started and cannot name.
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(c.r.cfg.CancelTimeout, cancel) })
+	defer stop()
+	res, err := c.client.SendMessage(sctx, params)
 	if err != nil {
 		return fmt.Errorf("message/send: %w", err)
 	}
@@ -80,14 +88,39 @@ func (c *call) send(ctx context.Context, params *a2a.MessageSendParams) error {
 
 // stream starts the task with message/stream and applies its events
 // until the stream ends.
+//
+// The stream's first event names the task, which a cancel needs: a step
+// that ends before it arrived keeps the stream CancelTimeout more for it,
+// rather than abandoning a task it started and cannot name; once the task
+// is named the stream ends with the step.
 func (c *call) stream(ctx context.Context, params *a2a.MessageSendParams) error {
-	for ev, err := range c.client.SendStreamingMessage(ctx, params) {
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	var named atomic.Bool
+	stop := context.AfterFunc(ctx, func() {
+		if named.Load() {
+			cancel()
+			return
+		}
+		time.AfterFunc(c.r.cfg.CancelTimeout, cancel)
+	})
+	defer stop()
+	for ev, err := range c.client.SendStreamingMessage(sctx, params) {
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // the step ended: run cancels the task, if named
+			}
 			return fmt.Errorf("message/stream: %w", err)
 		}
 		c.apply(ctx, ev)
 		if c.reply != nil || settled(c.status.State) {
 			return nil
+		}
+		if c.taskID != "" {
+			named.Store(true)
+			if ctx.Err() != nil {
+				return nil
+			}
 		}
 	}
 	return nil
