@@ -285,7 +285,10 @@ func (r *chaosRun) awaitCurrent(t *testing.T) {
 	streams := []string{subjects.StreamWorkflows, subjects.StreamSteps, subjects.StreamReplies, subjects.StreamEvents, subjects.StreamTimers,
 		"KV_" + subjects.BucketCheckpoints, "KV_" + subjects.BucketControl}
 	current := func(c *jetstream.ClusterInfo) bool {
-		ok := c != nil && c.Leader != "" && len(c.Replicas) == 2
+		if c == nil {
+			return false // a consumer or stream answering without its cluster yet
+		}
+		ok := c.Leader != "" && len(c.Replicas) == 2
 		for _, p := range c.Replicas {
 			ok = ok && p.Current && !p.Offline
 		}
