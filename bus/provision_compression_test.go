@@ -33,7 +33,7 @@ func compression(t testing.TB, env *bustest.Env, stream string) jetstream.StoreC
 
 func TestProvisionCompressesCheckpointsAndEvents(t *testing.T) {
 	t.Parallel()
-	env := bustest.New(t)
+	env := bustest.NewWithOptions(t, bustest.Options{Streams: bus.StreamsConfig{Compress: true}})
 	for _, name := range []string{subjects.StreamEvents, checkpointsStream, subjects.StreamSteps,
 		subjects.StreamReplies, subjects.StreamWorkflows, "KV_" + subjects.BucketControl} {
 		want := jetstream.NoCompression
@@ -73,7 +73,7 @@ func TestProvisionCompressionOfAnExistingDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	env = bustest.NewWithOptions(t, bustest.Options{Dir: env.Dir, NoProvision: true})
-	if err := env.Bus.Provision(testCtx(t), bus.StreamsConfig{}); err != nil {
+	if err := env.Bus.Provision(testCtx(t), bus.StreamsConfig{Compress: true}); err != nil {
 		t.Fatalf("provision over uncompressed streams: %v, want them accepted", err)
 	}
 	for name := range compressed {
@@ -104,7 +104,7 @@ func TestProvisionCompressionOfAnExistingDeployment(t *testing.T) {
 	put(env, 0, revs/2)
 	publishEvent(t, env.Bus, "w1", 1)
 
-	if err := env.Bus.Provision(testCtx(t), bus.StreamsConfig{UpdateReplicas: true}); err != nil {
+	if err := env.Bus.Provision(testCtx(t), bus.StreamsConfig{UpdateReplicas: true, Compress: true}); err != nil {
 		t.Fatalf("provision with UpdateReplicas: %v", err)
 	}
 	for name := range compressed {

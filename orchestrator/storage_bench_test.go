@@ -21,6 +21,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
@@ -73,8 +74,11 @@ func BenchmarkStorage(b *testing.B) {
 }
 
 // benchStorage runs n workflows of plan's per loop and reports.
+//
+// The store is compressed (--compress-streams) unless
+// AGENTBUS_STORAGE_COMPRESS=0.
 func benchStorage(b *testing.B, n int, plan func() *events.Plan) {
-	env := bustest.New(b)
+	env := bustest.NewWithOptions(b, bustest.Options{Streams: bus.StreamsConfig{Compress: os.Getenv("AGENTBUS_STORAGE_COMPRESS") != "0"}})
 	s := startOn(b, env)
 	run := func(wf string) {
 		submit(b, s.env.Bus, "default", wf, events.WorkflowSubmitted{Plan: plan()})
