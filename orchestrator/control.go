@@ -28,7 +28,14 @@ func (o *Orchestrator) handleControl(ctx context.Context, n *bus.Notice) {
 	res, err := o.control(ctx, n)
 	if err != nil {
 		o.log.Warn("control", "subject", n.Subject, "source", n.Envelope.Source, "err", err)
-		b, _ := json.Marshal(events.ControlAnswer{Error: err.Error(), Unavailable: bus.Transient(err) || errors.Is(err, bus.ErrConflict)})
+		// A store that did not answer in time, or this orchestrator
+		// stopping under the request (its context canceled: SIGTERM in
+		// `make chaos` answered an approve 502), is no answer on the
+		// workflow: the client may try again (503), and another
+		// orchestrator takes it.
+		unavailable := bus.Transient(err) || errors.Is(err, bus.ErrConflict) ||
+			errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+		b, _ := json.Marshal(events.ControlAnswer{Error: err.Error(), Unavailable: unavailable})
 		_ = n.Respond(b)
 		return
 	}
