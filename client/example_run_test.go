@@ -80,6 +80,10 @@ func ExampleClient_Submit() {
 		of := cmp.Or(f.StepID, "workflow")
 		switch p, _ := client.Payload(f); p := p.(type) {
 		case events.Status:
+			if p.TotalSteps > 0 { // a step finished: the workflow's progress
+				fmt.Println(f.Type, of, p.State, p.CompletedSteps, "of", p.TotalSteps)
+				continue
+			}
 			fmt.Println(f.Type, of, p.State)
 		case events.Complete:
 			fmt.Println(f.Type, len(p.Outputs), "outputs")
@@ -97,12 +101,10 @@ func ExampleClient_Submit() {
 	// status workflow working
 	// status draft working
 	// artifact draft
-	// status draft completed
-	// progress draft
+	// status draft completed 1 of 2
 	// status review working
 	// artifact review
-	// status review completed
-	// progress review
+	// status review completed 2 of 2
 	// status workflow completed
 	// complete 2 outputs
 }

@@ -230,7 +230,7 @@ func (n *natsClient) state(ctx context.Context, workflow string) (State, error) 
 	if err != nil {
 		return s, err
 	}
-	if err := json.Unmarshal(e.Value, &s); err != nil {
+	if err := engine.UnmarshalCheckpoint(e.Value, &s); err != nil {
 		return s, fmt.Errorf("client: checkpoint of %s: %w", workflow, err)
 	}
 	s.Outbox = nil
@@ -253,7 +253,7 @@ func (n *natsClient) checkpoints(ctx context.Context, wf string) ([]Revision, er
 	out := make([]Revision, 0, len(hist))
 	for i, e := range hist {
 		var s State
-		if json.Unmarshal(e.Value, &s) != nil {
+		if engine.UnmarshalCheckpoint(e.Value, &s) != nil {
 			continue
 		}
 		s.Outbox = nil

@@ -215,6 +215,14 @@ type Status struct {
 	// Confirm, on a step's input-required status, says the step waits
 	// for a confirmation before it runs, and with what input.
 	Confirm *Confirmation `json:"confirm,omitempty"`
+	// CompletedSteps and TotalSteps, on the status of a step that has
+	// just finished (completed, an optional step failed, awaiting its
+	// approval), say how many of the workflow's steps have finished: its
+	// progress. The orchestrator sent them as a progress event of their
+	// own after each step until November 2026; a progress event now comes only from
+	// an agent reporting its step's progress, or from flow control.
+	CompletedSteps int `json:"completed_steps,omitempty"`
+	TotalSteps     int `json:"total_steps,omitempty"`
 }
 
 // Confirmation is what a step that waits to be confirmed before it runs

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"github.com/agentbus/agentbus/api"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/schemas"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // bulkConcurrency is how many control requests a bulk request has in
@@ -67,7 +67,7 @@ func (g *Gateway) bulk(w http.ResponseWriter, r *http.Request) {
 	var ids []string
 	for _, e := range entries {
 		var v bulkView
-		if json.Unmarshal(e.Value, &v) != nil || !sc.sees(v.User) || !matches(req.Filter, v, older, now) {
+		if workflow.UnmarshalCheckpoint(e.Value, &v) != nil || !sc.sees(v.User) || !matches(req.Filter, v, older, now) {
 			continue
 		}
 		res.Matched++

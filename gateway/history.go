@@ -39,6 +39,7 @@ type listed struct {
 	summary
 	Metadata struct {
 		ParentWorkflow string `json:"parent_workflow"`
+		ScheduleID     string `json:"schedule_id"` // events.MetadataScheduleID
 	} `json:"metadata"`
 }
 
@@ -100,11 +101,11 @@ func (g *Gateway) list(w http.ResponseWriter, r *http.Request) {
 	next := ""
 	for _, e := range entries {
 		var l listed
-		if json.Unmarshal(e.Value, &l) != nil || l.WorkflowID <= after || (status != "" && l.Status != status) || !sc.sees(l.User) ||
+		if workflow.UnmarshalCheckpoint(e.Value, &l) != nil || l.WorkflowID <= after || (status != "" && l.Status != status) || !sc.sees(l.User) ||
 			(parent != "" && l.Metadata.ParentWorkflow != parent) {
 			continue
 		}
-		if sched != "" && !startedBy(e.Value, sched) {
+		if sched != "" && l.Metadata.ScheduleID != sched {
 			continue
 		}
 		s := l.summary
@@ -129,15 +130,6 @@ func (g *Gateway) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// startedBy reports whether a checkpoint's metadata names schedule as
-// the one that started it.
-func startedBy(cp []byte, schedule string) bool {
-	var m struct {
-		Metadata map[string]string `json:"metadata"`
-	}
-	return json.Unmarshal(cp, &m) == nil && m.Metadata[events.MetadataScheduleID] == schedule
-}
-
 // checkpoints answers GET /v1/workflows/{id}/checkpoints: every kept
 // revision, oldest first; the newest is "active" (or the workflow's final
 // state), the others "superseded".
@@ -158,7 +150,7 @@ func (g *Gateway) checkpointsHistory(w http.ResponseWriter, r *http.Request) {
 	out := make([]api.Revision, 0, len(hist))
 	for i, e := range hist {
 		var cp map[string]json.RawMessage
-		if json.Unmarshal(e.Value, &cp) != nil {
+		if workflow.UnmarshalCheckpoint(e.Value, &cp) != nil {
 			continue
 		}
 		delete(cp, "outbox")

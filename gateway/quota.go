@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbus/agentbus/workflow"
+
 	"github.com/agentbus/agentbus/api"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
@@ -317,7 +319,7 @@ func (q *quotas) running(ctx context.Context, tenant string) (int64, error) {
 			Status events.State `json:"status"`
 		}
 		created[strings.TrimPrefix(e.Key, tenant+".")] = true
-		if json.Unmarshal(e.Value, &cp) == nil && !cp.Status.Terminal() {
+		if workflow.UnmarshalCheckpoint(e.Value, &cp) == nil && !cp.Status.Terminal() {
 			n++
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/gateway/internal/fanout"
 	"github.com/agentbus/agentbus/subjects"
+	wf "github.com/agentbus/agentbus/workflow"
 )
 
 // The tenant feed: GET /v1/workflows/events (SSE) and GET /v1/ws
@@ -248,7 +249,7 @@ func (g *Gateway) facts(ctx context.Context, cache map[string]workflowFacts, ten
 		CreatedAt time.Time       `json:"created_at"`
 		User      json.RawMessage `json:"user"`
 	}
-	if json.Unmarshal(e.Value, &cp) != nil {
+	if wf.UnmarshalCheckpoint(e.Value, &cp) != nil {
 		return workflowFacts{}, nil
 	}
 	f := workflowFacts{query: cp.Query, owner: ownerOf(cp.User), known: true}

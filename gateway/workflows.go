@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/agentbus/agentbus/workflow"
+
 	"github.com/google/uuid"
 
 	"github.com/agentbus/agentbus/api"
@@ -169,7 +171,7 @@ func (g *Gateway) checkpoint(w http.ResponseWriter, r *http.Request, tenant stri
 		return nil, false
 	}
 	var cp map[string]json.RawMessage
-	if err := json.Unmarshal(e.Value, &cp); err != nil {
+	if err := workflow.UnmarshalCheckpoint(e.Value, &cp); err != nil {
 		if !g.scopeOf(r.Context()).all {
 			notFound() // whose it is cannot be told
 			return nil, false

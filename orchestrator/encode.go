@@ -13,5 +13,30 @@ import (
 // or encoded by Go before it got there, and checking them again was most
 // of the encoding's time: the checkpoint is encoded on every transition.
 func encode(cp *workflow.Checkpoint) ([]byte, error) {
-	return fastjson.Append(make([]byte, 0, 8192), cp, fastjson.EscapeHTML|fastjson.SortMapKeys|fastjson.TrustRawMessage)
+	return appendJSON(make([]byte, 0, 8192), cp)
+}
+
+func appendJSON(dst []byte, cp *workflow.Checkpoint) ([]byte, error) {
+	return fastjson.Append(dst, cp, fastjson.EscapeHTML|fastjson.SortMapKeys|fastjson.TrustRawMessage)
+}
+
+// store is a checkpoint as the bucket stores it: its JSON (encode),
+// compressed against the workflow package's dictionary unless
+// Config.PlainCheckpoints. The JSON is built in a pooled buffer.
+func (o *Orchestrator) store(cp *workflow.Checkpoint) ([]byte, error) {
+	if o.cfg.PlainCheckpoints {
+		return encode(cp)
+	}
+	buf, _ := o.jsonBufs.Get().(*[]byte)
+	if buf == nil {
+		b := make([]byte, 0, 8192)
+		buf = &b
+	}
+	defer o.jsonBufs.Put(buf)
+	js, err := appendJSON((*buf)[:0], cp)
+	if err != nil {
+		return nil, err
+	}
+	*buf = js
+	return workflow.CompressCheckpoint(make([]byte, 0, len(js)/4+64), js)
 }

@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/agentbus/agentbus/events"
@@ -24,7 +23,7 @@ func (o *Orchestrator) History(ctx context.Context, tenant, wf string) ([]workfl
 	out := make([]workflow.Revision, 0, len(entries))
 	for _, e := range entries {
 		var cp workflow.Checkpoint
-		if json.Unmarshal(e.Value, &cp) == nil {
+		if workflow.UnmarshalCheckpoint(e.Value, &cp) == nil {
 			out = append(out, workflow.Revision{Revision: e.Revision, Checkpoint: &cp})
 		}
 	}

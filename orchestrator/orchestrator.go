@@ -127,6 +127,11 @@ type Config struct {
 	// meanwhile (transition.go, flush). Default 50 ms; negative clears it
 	// at once, after every transition, as before.
 	ClearDelay time.Duration
+	// PlainCheckpoints stores checkpoints as plain JSON, readable with
+	// `nats kv get`, instead of compressed against the workflow
+	// package's dictionary (workflow/codec.go): about six times the
+	// bytes. Readers take either, whatever this says.
+	PlainCheckpoints bool
 	// FlowWindow is how many step requests may wait for a busy
 	// capability's workers per worker slot before new ones wait for
 	// admission (admission.go): smaller is fairer, larger is cheaper.
@@ -246,7 +251,10 @@ type Orchestrator struct {
 	// checkpoint revision; across processes the revision check decides.
 	stripes [64]sync.Mutex
 	cache   sync.Map // checkpoint key → cached
-	cfg     Config
+	// jsonBufs holds the buffers a checkpoint's JSON is built in before
+	// it is compressed (encode.go).
+	jsonBufs sync.Pool
+	cfg      Config
 	// fitLimit is the size above which a checkpoint's inline outputs
 	// move to the payloads store (payloads.go): 3/4 of the server's
 	// message limit, room for headers and a transition's growth.

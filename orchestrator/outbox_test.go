@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/orchestrator"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // TestPublishedOutboxIsCleared: a running workflow whose next transition
@@ -35,7 +36,7 @@ func TestPublishedOutboxIsCleared(t *testing.T) {
 			Status events.State      `json:"status"`
 			Outbox []json.RawMessage `json:"outbox"`
 		}
-		if err == nil && json.Unmarshal(e.Value, &cp) == nil {
+		if err == nil && workflow.UnmarshalCheckpoint(e.Value, &cp) == nil {
 			if cp.Status.Terminal() {
 				t.Fatal("the workflow ended before its outbox was seen cleared: the outbox stayed for the whole 400 ms step")
 			}

@@ -63,7 +63,7 @@ func (o *Orchestrator) fit(ctx context.Context, cp *workflow.Checkpoint, data []
 		t.Output = ref.JSON()
 		o.log.Info("step output moved to the payloads store to keep the checkpoint under the message limit",
 			"workflow", cp.WorkflowID, "step", b.id, "bytes", b.size, "key", ref.Key)
-		if data, err = encode(cp); err != nil {
+		if data, err = o.store(cp); err != nil {
 			return nil, err
 		}
 		size = int64(len(data))

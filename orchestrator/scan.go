@@ -200,7 +200,7 @@ func (s *scanner) look(ctx context.Context, v bus.Stored) looked {
 		return looked{} // it moved on; its newer revision comes of age later
 	}
 	var cp wf.Checkpoint
-	if json.Unmarshal(e.Value, &cp) != nil {
+	if wf.UnmarshalCheckpoint(e.Value, &cp) != nil {
 		return looked{}
 	}
 	if cp.Status.Terminal() {

@@ -68,7 +68,7 @@ func runs(t *testing.T, b *bus.Bus, prefix string) map[string]workflow.Checkpoin
 	out := map[string]workflow.Checkpoint{}
 	for _, e := range es {
 		var cp workflow.Checkpoint
-		if json.Unmarshal(e.Value, &cp) == nil && strings.HasPrefix(cp.WorkflowID, prefix) {
+		if workflow.UnmarshalCheckpoint(e.Value, &cp) == nil && strings.HasPrefix(cp.WorkflowID, prefix) {
 			out[cp.WorkflowID] = cp
 		}
 	}

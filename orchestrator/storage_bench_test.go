@@ -24,6 +24,7 @@ import (
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/orchestrator"
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -75,11 +76,16 @@ func BenchmarkStorage(b *testing.B) {
 
 // benchStorage runs n workflows of plan's per loop and reports.
 //
-// The store is compressed (--compress-streams) unless
-// AGENTBUS_STORAGE_COMPRESS=0.
+// The store is as a deployment's by default (streams not compressed,
+// each checkpoint zstd-compressed against the shipped dictionary), or
+// with AGENTBUS_STORAGE_COMPRESS=1 as with --compress-streams (streams
+// S2-compressed, checkpoints then stored plain).
 func benchStorage(b *testing.B, n int, plan func() *events.Plan) {
-	env := bustest.NewWithOptions(b, bustest.Options{Streams: bus.StreamsConfig{Compress: os.Getenv("AGENTBUS_STORAGE_COMPRESS") != "0"}})
-	s := startOn(b, env)
+	compress := os.Getenv("AGENTBUS_STORAGE_COMPRESS") == "1"
+	env := bustest.NewWithOptions(b, bustest.Options{Streams: bus.StreamsConfig{Compress: compress}})
+	// As the command line does: with the streams compressed, checkpoints
+	// are stored plain (S2 compresses them across revisions better).
+	s := startWith(b, env, orchestrator.Config{PlainCheckpoints: compress})
 	run := func(wf string) {
 		submit(b, s.env.Bus, "default", wf, events.WorkflowSubmitted{Plan: plan()})
 		if end := last(b, collect(b, s.env.Bus, "default", wf)); end.Type != events.TypeComplete {

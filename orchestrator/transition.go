@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -51,7 +50,7 @@ func (o *Orchestrator) loadFrom(ctx context.Context, tenant, wf string, current 
 		return nil, 0, err
 	}
 	var cp workflow.Checkpoint
-	if err := json.Unmarshal(e.Value, &cp); err != nil {
+	if err := workflow.UnmarshalCheckpoint(e.Value, &cp); err != nil {
 		return nil, 0, fmt.Errorf("orchestrator: checkpoint %s: %w", key, err)
 	}
 	return &cp, e.Revision, nil
@@ -101,7 +100,7 @@ func (o *Orchestrator) create(ctx context.Context, cp *workflow.Checkpoint, eff 
 	if err := o.recordTurn(ctx, cp); err != nil {
 		return err
 	}
-	data, err := encode(cp)
+	data, err := o.store(cp)
 	if err == nil {
 		data, err = o.fit(ctx, cp, data)
 	}
@@ -248,7 +247,7 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 		if err := o.recordTurn(ctx, cp); err != nil {
 			return applied{}, err
 		}
-		data, err := encode(cp)
+		data, err := o.store(cp)
 		if err == nil {
 			data, err = o.fit(ctx, cp, data)
 		}
@@ -384,12 +383,12 @@ func (o *Orchestrator) clearNow(ctx context.Context, key string, rev uint64) (bo
 			return true, nil
 		}
 		cp = &workflow.Checkpoint{}
-		if err := json.Unmarshal(e.Value, cp); err != nil {
+		if err := workflow.UnmarshalCheckpoint(e.Value, cp); err != nil {
 			return true, err
 		}
 		cp.Outbox = nil
 	}
-	data, err := encode(cp)
+	data, err := o.store(cp)
 	if err != nil {
 		return true, err
 	}
@@ -444,7 +443,7 @@ func (o *Orchestrator) remember(key string, cp *workflow.Checkpoint, rev uint64)
 
 // clear writes cp (with an empty outbox) if it had one at rev.
 func (o *Orchestrator) clear(ctx context.Context, key string, cp *workflow.Checkpoint, rev uint64) (uint64, error) {
-	data, err := encode(cp)
+	data, err := o.store(cp)
 	if err != nil {
 		return rev, err
 	}

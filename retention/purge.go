@@ -2,7 +2,6 @@ package retention
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -104,7 +103,7 @@ func (p *Purger) Purge(ctx context.Context, tenant, workflowID string) (Purged, 
 // has ended and e is still its newest.
 func (p *Purger) purgeAt(ctx context.Context, key string, e bus.Entry) (Purged, error) {
 	var cp workflow.Checkpoint
-	if err := json.Unmarshal(e.Value, &cp); err != nil {
+	if err := workflow.UnmarshalCheckpoint(e.Value, &cp); err != nil {
 		return Purged{}, fmt.Errorf("retention: checkpoint %s is corrupt: %w", key, err)
 	}
 	if !cp.Status.Terminal() {
@@ -129,7 +128,7 @@ func (p *Purger) finish(ctx context.Context, key string) (Purged, error) {
 		return Purged{}, fmt.Errorf("retention: %s: %w", key, err)
 	}
 	var cp workflow.Checkpoint
-	if err := json.Unmarshal(hist[len(hist)-1].Value, &cp); err != nil {
+	if err := workflow.UnmarshalCheckpoint(hist[len(hist)-1].Value, &cp); err != nil {
 		return Purged{}, fmt.Errorf("retention: checkpoint %s is corrupt: %w", key, err)
 	}
 	return p.remove(ctx, key, &cp)

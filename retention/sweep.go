@@ -286,7 +286,7 @@ func (s *Sweeper) look(ctx context.Context, v bus.Stored, d time.Duration) looke
 		return looked{} // it moved on; its newer revision comes of age later
 	}
 	var cp workflow.Checkpoint
-	if json.Unmarshal(e.Value, &cp) != nil {
+	if workflow.UnmarshalCheckpoint(e.Value, &cp) != nil {
 		return looked{}
 	}
 	if p, ok := s.cfg.Policy.For(cp.TenantID, cp.Status); !ok || p != d {

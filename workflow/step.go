@@ -41,10 +41,7 @@ func (x *tx) completed(r events.StepCompleted) error {
 	if err := x.emit(events.TypeArtifact, r.StepID, stepArtifact(r)); err != nil {
 		return err
 	}
-	if err := x.emit(events.TypeStatus, r.StepID, status); err != nil {
-		return err
-	}
-	if err := x.progress(r.StepID); err != nil {
+	if err := x.emit(events.TypeStatus, r.StepID, x.counted(status)); err != nil {
 		return err
 	}
 	return x.advance(CauseAdvance)
@@ -73,18 +70,16 @@ func (x *tx) review(step string, t *Task) (events.State, events.Status) {
 		Message: fmt.Sprintf("step %s awaits approval (%s): approve or reject it with POST /v1/workflows/%s/approve", step, why, x.cp.WorkflowID)}
 }
 
-// progress emits how many steps have settled.
-func (x *tx) progress(step string) error {
-	done, total := 0, len(x.cp.Tasks)
+// counted adds to a finished step's status how many of the workflow's
+// steps have settled: its progress, which needs no event of its own.
+func (x *tx) counted(s events.Status) events.Status {
 	for id := range x.cp.Tasks {
 		if x.cp.Settled(id) {
-			done++
+			s.CompletedSteps++
 		}
 	}
-	return x.emit(events.TypeProgress, step, events.Progress{
-		CompletedSteps: done, TotalSteps: total, Percent: 100 * float64(done) / float64(total), StepID: step,
-		Message: fmt.Sprintf("step %s done (%d/%d)", step, done, total),
-	})
+	s.TotalSteps = len(x.cp.Tasks)
+	return s
 }
 
 // failed records a step's failure: its fallback takes over if it has one
@@ -111,11 +106,8 @@ func (x *tx) failed(r events.StepFailed) error {
 	cp.measure(now, false)
 	cp.ExecutionOrder = append(cp.ExecutionOrder, r.StepID)
 	if s.Optional {
-		if err := x.emit(events.TypeStatus, r.StepID, events.Status{State: events.StateFailed, StepID: r.StepID,
-			Message: "optional step failed, continuing without it: " + r.Error}); err != nil {
-			return err
-		}
-		if err := x.progress(r.StepID); err != nil {
+		if err := x.emit(events.TypeStatus, r.StepID, x.counted(events.Status{State: events.StateFailed, StepID: r.StepID,
+			Message: "optional step failed, continuing without it: " + r.Error})); err != nil {
 			return err
 		}
 		return x.advance(CauseAdvance)
@@ -184,7 +176,7 @@ func (x *tx) dispatchStages() (bool, error) {
 			t.Since = t.Attempt
 			msg := "dispatched to " + t.Capability
 			if x.p.Park[t.Capability] {
-				msg = fmt.Sprintf("dispatched to %s, which is busy: queued for a fair turn among its tenants (priority %d)", t.Capability, x.cp.EffectivePriority())
+				msg = fmt.Sprintf("dispatched to %s (busy: queued for a fair turn, priority %d)", t.Capability, x.cp.EffectivePriority())
 			}
 			if err := x.emit(events.TypeStatus, s.ID, events.Status{State: events.StateWorking, StepID: s.ID, Message: msg}); err != nil {
 				return false, err

@@ -246,10 +246,7 @@ func (x *tx) endWait(id string, t *Task, output json.RawMessage, cause Cause, ms
 	if err := x.emit(events.TypeArtifact, id, stepArtifact(events.StepCompleted{StepID: id, Capability: t.Capability, Output: output})); err != nil {
 		return err
 	}
-	if err := x.emit(events.TypeStatus, id, events.Status{State: events.StateCompleted, StepID: id, Message: msg}); err != nil {
-		return err
-	}
-	return x.progress(id)
+	return x.emit(events.TypeStatus, id, x.counted(events.Status{State: events.StateCompleted, StepID: id, Message: msg}))
 }
 
 // waitingFor returns the first step, in plan order, that waits for the

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbus/agentbus/workflow"
+
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
@@ -143,7 +145,7 @@ func (r *Runner) load(ctx context.Context, tenant, wf string) (cp checkpoint, fo
 	if err != nil {
 		return cp, false, err
 	}
-	if err := json.Unmarshal(e.Value, &cp); err != nil {
+	if err := workflow.UnmarshalCheckpoint(e.Value, &cp); err != nil {
 		return cp, false, fmt.Errorf("subflow: checkpoint of %s: %w", wf, err)
 	}
 	return cp, true, nil

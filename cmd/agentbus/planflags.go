@@ -36,7 +36,10 @@ type planFlags struct {
 	// (orchestrator.Config.TenantWeights, FlowControlOff).
 	tenantWeights string
 	flowControl   bool
-	flowWindow    float64
+	// plainCheckpoints stores checkpoints as plain JSON
+	// (orchestrator.Config.PlainCheckpoints).
+	plainCheckpoints bool
+	flowWindow       float64
 	// maxInFlight and rateLimit are per tenant/capability limits
 	// (orchestrator.Config.Limits).
 	maxInFlight, rateLimit string
@@ -75,6 +78,8 @@ func (f *planFlags) register(cmd *cobra.Command) {
 		"(a tenant not named has weight 1); flow control admits waiting steps in proportion to them")
 	cmd.Flags().BoolVar(&f.flowControl, "flow-control", true, "share a busy capability fairly among tenants (and by priority within one): "+
 		"steps wait in AGENTBUS_QUEUE for a fair turn instead of queueing behind every earlier step; false dispatches every step at once")
+	cmd.Flags().BoolVar(&f.plainCheckpoints, "plain-checkpoints", false, "store checkpoints as plain JSON (readable with nats kv get) "+
+		"instead of zstd-compressed against the dictionary agentbus ships: about six times the bytes; readers take either; implied by --compress-streams, whose S2 compresses plain revisions better")
 	cmd.Flags().Float64Var(&f.flowWindow, "flow-window", 1, "step requests that may wait for a busy capability's workers, per worker slot, "+
 		"before new ones wait for admission: smaller is fairer to a tenant behind another's backlog, larger parks less work (cheaper)")
 	cmd.Flags().StringVar(&f.maxInFlight, "max-in-flight", "", "bound a tenant's steps of a capability waiting for or held by a worker at once, "+
@@ -169,7 +174,8 @@ func (f *planFlags) config(b *bus.Bus, log *slog.Logger) (orchestrator.Config, e
 	}
 	cfg := orchestrator.Config{TokenLimits: tokenLimits, Bus: b, Logger: log, StepLease: lease, StepHold: f.stepHold, SubmitBound: f.submitBound,
 		Metrics: f.metrics.orchestratorMetrics(), TenantWeights: weights, FlowControlOff: !f.flowControl, Limits: limits, FlowWindow: f.flowWindow,
-		Retention: f.retention.policy(), RetentionInterval: f.retention.sweepInterval(), Permissions: f.perms.table()}
+		Retention: f.retention.policy(), RetentionInterval: f.retention.sweepInterval(), Permissions: f.perms.table(),
+		PlainCheckpoints: f.plainCheckpoints}
 	cfg.TracerProvider = f.tracer
 	if f.llmURL == "" {
 		log.Info("planner: heuristic (no --llm-url)")

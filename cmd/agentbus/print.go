@@ -27,6 +27,9 @@ func formatFrame(f events.Frame) string {
 		if s.TraceID != "" {
 			gist += " (trace " + s.TraceID + ")"
 		}
+		if s.TotalSteps > 0 {
+			gist += fmt.Sprintf(" [%d/%d steps]", s.CompletedSteps, s.TotalSteps)
+		}
 	case "progress":
 		var p events.Progress
 		_ = json.Unmarshal(f.Data, &p)

@@ -142,6 +142,9 @@ func (v *workflowView) apply(f events.Frame) {
 		if json.Unmarshal(f.Data, &s) != nil {
 			return
 		}
+		if s.TotalSteps > 0 { // a finished step's status carries the count
+			v.DoneSteps, v.TotalSteps = s.CompletedSteps, s.TotalSteps
+		}
 		if id := stepOf(f, s.StepID); id != "" {
 			v.stepStatus(v.step(id), s, f.Time)
 			return
@@ -152,7 +155,7 @@ func (v *workflowView) apply(f events.Frame) {
 		if json.Unmarshal(f.Data, &p) != nil {
 			return
 		}
-		if p.TotalSteps > 0 { // the orchestrator's count of settled steps
+		if p.TotalSteps > 0 { // a count of settled steps (flow control; until November 2026 the orchestrator sent one after each step)
 			v.DoneSteps, v.TotalSteps = p.CompletedSteps, p.TotalSteps
 			return
 		}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbus/agentbus/workflow"
+
 	"github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/agentbus/agentbus/bus"
@@ -59,7 +61,8 @@ func (g *Server) loadTask(ctx context.Context, tenant, id string) (taskCheckpoin
 		return cp, rpcErr(rpcInternalError, "", "reading the task: %v", err)
 	}
 	var raw map[string]json.RawMessage
-	if json.Unmarshal(e.Value, &raw) != nil || json.Unmarshal(e.Value, &cp) != nil {
+	js, err := workflow.CheckpointJSON(e.Value)
+	if err != nil || json.Unmarshal(js, &raw) != nil || json.Unmarshal(js, &cp) != nil {
 		if !g.gw.SeesAll(ctx) {
 			return cp, errTaskNotFound(id) // whose it is cannot be told
 		}
@@ -263,6 +266,10 @@ func (m *taskEvents) next(offset uint64, env events.Envelope) (out []a2a.Event, 
 			return []a2a.Event{update(a2a.TaskState(s.State), s.Message, false)}, false
 		}
 		meta["step_state"] = string(s.State)
+		if s.TotalSteps > 0 {
+			meta["completed_steps"], meta["total_steps"] = s.CompletedSteps, s.TotalSteps
+			meta["percent"] = 100 * float64(s.CompletedSteps) / float64(s.TotalSteps)
+		}
 		if s.State == events.StateInputRequired {
 			m.awaiting[s.StepID] = true
 		} else {

@@ -75,7 +75,7 @@ export function summary(f: Frame): string {
   const d = f.data ?? {};
   switch (f.type) {
     case 'status':
-      return `${d.state ?? ''}${d.message ? ' — ' + d.message : ''}`;
+      return `${d.state ?? ''}${d.message ? ' — ' + d.message : ''}${d.total_steps ? ` (${d.completed_steps ?? 0}/${d.total_steps} steps)` : ''}`;
     case 'progress':
       return `${typeof d.percent === 'number' ? Math.round(d.percent) + '% ' : ''}${d.message ?? ''}`;
     case 'artifact':
