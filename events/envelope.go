@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"net/url"
 	"strings"
 	"time"
-
-	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/agentbus/agentbus/schemas"
 	"github.com/agentbus/agentbus/subjects"
@@ -105,21 +104,12 @@ type Message struct {
 	Data   []byte
 }
 
-// Encode checks e with the CloudEvents SDK and returns it in binary content
-// mode: attributes as ce- headers, data as the body.
+// Encode checks e as the CloudEvents SDK would (validAttributes) and
+// returns it in binary content mode: attributes as ce- headers, data as
+// the body.
 func Encode(e Envelope) (Message, error) {
-	ev := cloudevents.New(SpecVersion)
-	ev.SetID(e.ID)
-	ev.SetSource(e.Source)
-	ev.SetType(string(e.Type))
-	if !e.Time.IsZero() {
-		ev.SetTime(e.Time)
-	}
-	if e.Subject != "" {
-		ev.SetSubject(e.Subject)
-	}
-	if err := ev.Validate(); err != nil {
-		return Message{}, fmt.Errorf("events: encode %s: %w", e.Type, err)
+	if err := validAttributes(e); err != nil {
+		return Message{}, err
 	}
 	if err := checkIDs(e); err != nil {
 		return Message{}, err
@@ -139,7 +129,7 @@ func Encode(e Envelope) (Message, error) {
 		}
 	}
 	if !e.Time.IsZero() {
-		h[HeaderTime] = []string{ev.Time().UTC().Format(time.RFC3339Nano)}
+		h[HeaderTime] = []string{e.Time.UTC().Format(time.RFC3339Nano)}
 	}
 	set(HeaderSubject, e.Subject)
 	set(HeaderWorkflow, e.WorkflowID)
@@ -167,10 +157,6 @@ func Decode(header map[string][]string, data []byte) (Envelope, error) {
 			return Envelope{}, &DecodeError{Where: k, Reason: fmt.Sprintf("content type %q, want %s", ct, ContentTypeJSON)}
 		}
 	}
-	ev := cloudevents.New(SpecVersion)
-	ev.SetID(get(HeaderID))
-	ev.SetSource(get(HeaderSource))
-	ev.SetType(get(HeaderType))
 	e := Envelope{
 		ID: get(HeaderID), Source: get(HeaderSource), Type: Type(get(HeaderType)),
 		Subject: get(HeaderSubject), TenantID: get(HeaderTenant), WorkflowID: get(HeaderWorkflow),
@@ -189,11 +175,10 @@ func Decode(header map[string][]string, data []byte) (Envelope, error) {
 		if y := ts.UTC().Year(); y < 0 || y > 9999 {
 			return Envelope{}, &DecodeError{Where: HeaderTime, Reason: "timestamp outside the years 0000-9999 in UTC"}
 		}
-		ev.SetTime(ts)
 		e.Time = ts.UTC()
 	}
-	if err := ev.Validate(); err != nil {
-		return Envelope{}, &DecodeError{Where: "ce-*", Reason: err.Error()}
+	if err := validAttributes(e); err != nil {
+		return Envelope{}, &DecodeError{Where: "ce-*", Reason: strings.TrimPrefix(err.Error(), "events: encode "+string(e.Type)+": ")}
 	}
 	if !e.Type.Known() {
 		return Envelope{}, &DecodeError{Where: HeaderType, Reason: fmt.Sprintf("unknown event type %q", e.Type)}
@@ -221,6 +206,30 @@ func Decode(header map[string][]string, data []byte) (Envelope, error) {
 		return Envelope{}, &DecodeError{Where: "data", Reason: err.Error()}
 	}
 	return e, nil
+}
+
+// validAttributes checks what the CloudEvents SDK's Validate checks of
+// the attributes Encode sets — id, source and type present and not blank,
+// source a URI-reference — without building an SDK event for every
+// message published (it was 2.5 % of a busy orchestrator's CPU);
+// FuzzEncodeAgreesWithSDK holds the two together.
+func validAttributes(e Envelope) error {
+	var bad []string
+	if strings.TrimSpace(e.ID) == "" {
+		bad = append(bad, "id: MUST be a non-empty string")
+	}
+	if u, err := url.Parse(e.Source); err != nil {
+		bad = append(bad, "source: "+err.Error())
+	} else if strings.TrimSpace(u.String()) == "" {
+		bad = append(bad, "source: REQUIRED")
+	}
+	if strings.TrimSpace(string(e.Type)) == "" {
+		bad = append(bad, "type: MUST be a non-empty string")
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("events: encode %s: %s", e.Type, strings.Join(bad, "; "))
+	}
+	return nil
 }
 
 func checkIDs(e Envelope) error {
