@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -116,8 +115,8 @@ func startRoles(b *testing.B) *roles {
 	b.Helper()
 	addr := bustest.FreeAddr(b)
 	host, port, _ := strings.Cut(addr, ":")
-	d := &roles{bin: agentbusForBench(b), natsURL: "nats://" + addr}
-	d.server = startRole(b, "nats-server", natsServerForBench(b), "-js", "-sd", b.TempDir(), "-a", host, "-p", port)
+	d := &roles{bin: agentbusBinary(b), natsURL: "nats://" + addr}
+	d.server = startRole(b, "nats-server", natsServerBinary(b), "-js", "-sd", b.TempDir(), "-a", host, "-p", port)
 	d.server.waitLine(b, regexp.MustCompile(`Server is ready`))
 	d.orchestrator = startRole(b, "orchestrator", d.bin, "orchestrator", "--nats", d.natsURL)
 	d.orchestrator.waitLine(b, orchestratorLine)
@@ -294,45 +293,4 @@ var clockTicks = sync.OnceValue(func() int64 {
 	return 100
 })
 
-// agentbusForBench is agentbusBinary for a benchmark: the same binary,
-// built once per test binary.
-func agentbusForBench(b *testing.B) string { return binary.forBench(b, ".", "agentbus") }
-
-// natsServerForBench is natsServerBinary for a benchmark: the nats-server
-// on PATH or in ~/go/bin (go install puts it there), else one built from
-// the module cache at the version go.mod requires.
-func natsServerForBench(b *testing.B) string {
-	if p, err := exec.LookPath("nats-server"); err == nil {
-		return p
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		if p := filepath.Join(home, "go", "bin", "nats-server"); fileExists(p) {
-			return p
-		}
-	}
-	return natsServerBin.forBench(b, "github.com/nats-io/nats-server/v2", "nats-server")
-}
-
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-// forBench is get for a benchmark, which has no *testing.T: it shares
-// get's once, so a binary is built once whichever asks first.
-func (bl *built) forBench(b *testing.B, pkg, name string) string {
-	b.Helper()
-	bl.once.Do(func() {
-		dir, err := os.MkdirTemp("", "agentbus-"+name+"-")
-		if err != nil {
-			bl.err = err
-			return
-		}
-		bl.path = filepath.Join(dir, name)
-		out, err := exec.Command("go", "build", "-o", bl.path, pkg).CombinedOutput()
-		if err != nil {
-			bl.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-		}
-	})
-	if bl.err != nil {
-		b.Fatal(bl.err)
-	}
-	return bl.path
-}

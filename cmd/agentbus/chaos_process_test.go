@@ -402,10 +402,16 @@ func TestClusterChaos(t *testing.T) {
 	rng := rand.New(rand.NewPCG(set.seed, set.seed))
 	t.Logf("chaos: %d workflows, %d faults, seed %d (AGENTBUS_CHAOS_SEED replays it)", set.workflows, set.faults, set.seed)
 	r := &chaosRun{http: &http.Client{Timeout: 30 * time.Second}}
+	args := []string{"--jetstream-sync", "always"}
+	if os.Getenv("AGENTBUS_CHAOS_COMPRESS") == "1" {
+		// The store S2-compressed, as --compress-streams makes it: off by
+		// default until it survives this test (README, Compression).
+		args = append(args, "--compress-streams")
+	}
 	if set.partitions {
-		r.c = startProxiedCluster(t, &r.proxies, "--jetstream-sync", "always")
+		r.c = startProxiedCluster(t, &r.proxies, args...)
 	} else {
-		r.c = startServeCluster(t, "--jetstream-sync", "always")
+		r.c = startServeCluster(t, args...)
 	}
 	c := r.c
 	var faults []fault

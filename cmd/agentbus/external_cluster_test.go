@@ -22,9 +22,14 @@ var natsServerBin built
 // natsServerBinary is the nats-server the test runs: the one on PATH
 // (.ci/run installs it: go install github.com/nats-io/nats-server/v2@v2.15.2),
 // else one built from the module cache at the version go.mod requires.
-func natsServerBinary(t *testing.T) string {
+func natsServerBinary(t testing.TB) string {
 	if p, err := exec.LookPath("nats-server"); err == nil {
 		return p
+	}
+	if home, err := os.UserHomeDir(); err == nil { // where go install puts it
+		if p := filepath.Join(home, "go", "bin", "nats-server"); fileExists(p) {
+			return p
+		}
 	}
 	return natsServerBin.get(t, "github.com/nats-io/nats-server/v2", "nats-server")
 }

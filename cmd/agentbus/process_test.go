@@ -32,7 +32,7 @@ type built struct {
 }
 
 // get builds pkg as name on first use and returns its path.
-func (b *built) get(t *testing.T, pkg, name string) string {
+func (b *built) get(t testing.TB, pkg, name string) string {
 	t.Helper()
 	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "agentbus-"+name+"-")
@@ -55,7 +55,7 @@ func (b *built) get(t *testing.T, pkg, name string) string {
 // binary is the agentbus binary built once for the process tests.
 var binary built
 
-func agentbusBinary(t *testing.T) string { return binary.get(t, ".", "agentbus") }
+func agentbusBinary(t testing.TB) string { return binary.get(t, ".", "agentbus") }
 
 // proc is a running agentbus process with its combined output.
 type proc struct {
