@@ -103,11 +103,11 @@ func (g *Gateway) apply(ctx context.Context, tenant, id string, c events.Control
 	}
 	out, e, err := g.request(ctx, subj, env)
 	if err != nil {
-		code := http.StatusServiceUnavailable
-		if !errors.Is(err, bus.ErrNoResponder) {
-			code = http.StatusBadGateway
-		}
-		return res, code, &apiError{Code: "unavailable", Message: "no orchestrator answered: " + err.Error()}
+		// No answer — no orchestrator listening, none in time, or this
+		// gateway stopping under the request (its context canceled) — is
+		// unavailable: the caller may try again, here or on another node.
+		// 502 is for an answer that was wrong.
+		return res, http.StatusServiceUnavailable, &apiError{Code: "unavailable", Message: "no orchestrator answered: " + err.Error()}
 	}
 	if e.Error != "" {
 		status := http.StatusBadGateway
