@@ -140,20 +140,21 @@ func (c StreamsConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// streams are agentbus's streams. The events stream, like the checkpoints
-// bucket (buckets), is S2 compressed: the two are what a workflow leaves
-// behind, kept for days, and their messages repeat one another — a
-// workflow's checkpoint revisions are near copies, its events share their
-// headers. nats-server compresses a message block once it is full (4 MiB
-// for a bucket, 8 MiB for the events stream) and a read of a sealed block
-// decompresses it once into the block cache. BenchmarkStorage
-// (./orchestrator) puts a four-step workflow at about a tenth of its
-// uncompressed bytes. A deployment provisioned before keeps working
-// uncompressed; --update-streams (StreamsConfig.UpdateReplicas) turns
-// compression on in place. nats-server 2.15 takes the change at once, but
-// its file store applies it only once it loads the stream again (the
-// server's next restart), to the blocks it seals from then on: nothing is
-// rewritten, old blocks age out as they are.
+// streams are agentbus's streams. With Compress (--compress-streams) the
+// events stream, like the checkpoints bucket (buckets), is S2 compressed:
+// the two are what a workflow leaves behind, kept for days, and their
+// messages repeat one another. nats-server compresses a message block
+// once it is full (4 MiB for a bucket, 8 MiB for the events stream) and a
+// read of a sealed block decompresses it once into the block cache. It is
+// off by default: make chaos on nats-server 2.15.2 did not pass with it
+// (README, Compression); without it each checkpoint revision is
+// compressed by the orchestrator instead (workflow/codec.go). A
+// deployment provisioned without it keeps working uncompressed;
+// --update-streams (StreamsConfig.UpdateReplicas) turns it on in place.
+// nats-server 2.15 takes the change at once, but its file store applies
+// it only once it loads the stream again (the server's next restart), to
+// the blocks it seals from then on: nothing is rewritten, old blocks age
+// out as they are.
 func (c StreamsConfig) streams() []jetstream.StreamConfig {
 	wq := func(name, subject, desc string) jetstream.StreamConfig {
 		return jetstream.StreamConfig{

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/agentbus/agentbus/bus"
@@ -43,6 +44,18 @@ type keyState struct {
 	Limit   int      `json:"limit"`
 	Running []string `json:"running"`
 	Waiting []string `json:"waiting"`
+	// Preempting holds, until their cancels are applied, the running
+	// workflows a cancel_in_progress submission took the slots of: if the
+	// orchestrator dies between taking the slots and canceling them, the
+	// submission's redelivery finds them here and cancels them then,
+	// instead of letting them run on uncounted.
+	Preempting []preemption `json:"preempting,omitempty"`
+}
+
+// preemption is one cancel_in_progress submission's preempted workflows.
+type preemption struct {
+	By  string   `json:"by"`
+	IDs []string `json:"ids"`
 }
 
 // grant is what acquire decided for a new workflow.
@@ -89,7 +102,12 @@ func (st *keyState) decide(wf string, k keyPolicy) grant {
 	g.Start = st.fill()
 	switch {
 	case slices.Contains(st.Running, wf):
-		return g // a redelivery: it holds its slot
+		// A redelivery: it holds its slot, and cancels again what it
+		// preempted if those cancels were not known to be applied.
+		if i := slices.IndexFunc(st.Preempting, func(p preemption) bool { return p.By == wf }); i >= 0 {
+			g.Preempt, g.Reason = slices.Clone(st.Preempting[i].IDs), preemptReason(wf, k)
+		}
+		return g
 	case slices.Contains(st.Waiting, wf):
 		g.Wait = st.waitMessage(slices.Index(st.Waiting, wf))
 		return g
@@ -108,13 +126,8 @@ func (st *keyState) decide(wf string, k keyPolicy) grant {
 		if n := len(st.Running) - st.Limit + 1; n > 0 {
 			g.Preempt = slices.Clone(st.Running[:n])
 			st.Running = slices.Delete(st.Running, 0, n)
-			g.Reason = fmt.Sprintf("canceled: workflow %s took its slot of concurrency key %q (policy cancel_in_progress)", wf, k.Key)
-			switch k.DoubleText {
-			case events.DoubleTextInterrupt:
-				g.Reason = fmt.Sprintf("interrupted by a newer turn of session %q (workflow %s, double_text interrupt)", k.Session, wf)
-			case events.DoubleTextRollback:
-				g.Reason = fmt.Sprintf("rolled back by a newer turn of session %q (workflow %s, double_text rollback): this turn is dropped from the session", k.Session, wf)
-			}
+			g.Reason = preemptReason(wf, k)
+			st.Preempting = append(st.Preempting, preemption{By: wf, IDs: slices.Clone(g.Preempt)})
 		}
 		st.Running = append(st.Running, wf)
 	default:
@@ -126,6 +139,17 @@ func (st *keyState) decide(wf string, k keyPolicy) grant {
 		g.Wait = st.waitMessage(len(st.Waiting) - 1)
 	}
 	return g
+}
+
+// preemptReason is the cancel reason of the workflows wf preempts.
+func preemptReason(wf string, k keyPolicy) string {
+	switch k.DoubleText {
+	case events.DoubleTextInterrupt:
+		return fmt.Sprintf("interrupted by a newer turn of session %q (workflow %s, double_text interrupt)", k.Session, wf)
+	case events.DoubleTextRollback:
+		return fmt.Sprintf("rolled back by a newer turn of session %q (workflow %s, double_text rollback): this turn is dropped from the session", k.Session, wf)
+	}
+	return fmt.Sprintf("canceled: workflow %s took its slot of concurrency key %q (policy cancel_in_progress)", wf, k.Key)
 }
 
 func (st *keyState) waitMessage(ahead int) string {
@@ -187,7 +211,7 @@ func (o *Orchestrator) updateKey(ctx context.Context, tenant, key string, change
 		if !change(&st) {
 			return nil, casSkip, nil
 		}
-		if len(st.Running) == 0 && len(st.Waiting) == 0 {
+		if len(st.Running) == 0 && len(st.Waiting) == 0 && len(st.Preempting) == 0 {
 			// Nothing runs or waits under the key: its entry goes (with
 			// the same fence as a write), so that keys used once (a
 			// session, a user) do not pile up in the bucket.
@@ -211,24 +235,40 @@ func (o *Orchestrator) acquire(ctx context.Context, tenant, wf string, k keyPoli
 }
 
 // preempt cancels the workflows whose slots a cancel_in_progress
-// submission took, as a user's cancel: recorded first, so that workers
-// stop their running steps, then applied.
-func (o *Orchestrator) preempt(ctx context.Context, tenant string, g grant, rollback bool) {
+// submission (wf) took, as a user's cancel: recorded first, so that
+// workers stop their running steps, then applied. Once every one is
+// canceled (or had ended), the key forgets the pending preemption; if one
+// could not be, it returns the error, so that the submission is tried
+// again and cancels it then.
+func (o *Orchestrator) preempt(ctx context.Context, tenant, key, wf string, g grant, rollback bool) error {
+	if len(g.Preempt) == 0 {
+		return nil
+	}
+	var errs []error
 	for _, id := range g.Preempt {
 		if err := o.recordCancel(ctx, tenant, id, g.Reason); err != nil {
-			o.log.Warn("concurrency key: preempting a running workflow", "tenant", tenant, "workflow", id, "err", err)
+			errs = append(errs, fmt.Errorf("orchestrator: preempt %s: %w", id, err))
 			continue
 		}
 		a, err := o.apply(ctx, tenant, id, workflow.Cancel{Reason: g.Reason, Rollback: rollback})
 		var refused *workflow.IllegalError
-		if err == nil && a.Status != events.StateCanceled || errors.As(err, &refused) {
+		if err == nil && a.Status != events.StateCanceled || errors.As(err, &refused) || errors.Is(err, workflow.ErrStale) {
 			_ = o.clearCancel(ctx, tenant, id) // it had ended already
 			continue
 		}
 		if err != nil && !isNotFound(err) {
-			o.log.Warn("concurrency key: preempting a running workflow", "tenant", tenant, "workflow", id, "err", err)
+			errs = append(errs, fmt.Errorf("orchestrator: preempt %s: %w", id, err))
 		}
 	}
+	if err := errors.Join(errs...); err != nil {
+		o.log.Warn("concurrency key: preempting running workflows (the submission is tried again)", "tenant", tenant, "workflow", wf, "err", err)
+		return err
+	}
+	return o.updateKey(ctx, tenant, key, func(st *keyState) bool {
+		n := len(st.Preempting)
+		st.Preempting = slices.DeleteFunc(st.Preempting, func(p preemption) bool { return p.By == wf })
+		return n != len(st.Preempting)
+	})
 }
 
 // release drops an ended workflow from its concurrency key and starts
@@ -240,12 +280,18 @@ func (o *Orchestrator) release(ctx context.Context, tenant, wf string, c events.
 	err := o.updateKey(ctx, tenant, c.Key, func(st *keyState) bool {
 		n, w := len(st.Running), len(st.Waiting)
 		st.drop(wf)
+		p := len(st.Preempting)
 		if repair {
 			st.Running = slices.DeleteFunc(st.Running, func(id string) bool { return o.ended(ctx, tenant, id) })
+			// A preemption whose workflows all ended needs no redelivery
+			// to finish it (its submission may never come back).
+			st.Preempting = slices.DeleteFunc(st.Preempting, func(pr preemption) bool {
+				return !slices.ContainsFunc(pr.IDs, func(id string) bool { return !o.ended(ctx, tenant, id) })
+			})
 		}
 		started = st.fill()
 		running = slices.Clone(st.Running)
-		return n != len(st.Running) || w != len(st.Waiting) || len(started) > 0
+		return n != len(st.Running) || w != len(st.Waiting) || p != len(st.Preempting) || len(started) > 0
 	})
 	if err != nil {
 		return err
@@ -362,6 +408,32 @@ func (o *Orchestrator) startHeld(ctx context.Context, tenant, wf string, c event
 		return err
 	}
 	return o.start(ctx, tenant, c.Key, "before it was stored", []string{wf})
+}
+
+// countKeys counts, by tenant, the workflows waiting for and holding the
+// slots of concurrency keys (the checkpoint scan's lease holder sets the
+// gauges from it): one read of the bucket, whose entries are the keys in
+// use.
+func (o *Orchestrator) countKeys(ctx context.Context) (waiting, running map[string]int, err error) {
+	kv, err := o.concurrencyKV(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	es, err := kv.List(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	waiting, running = map[string]int{}, map[string]int{}
+	for _, e := range es {
+		tenant, _, ok := strings.Cut(e.Key, ".")
+		var st keyState
+		if !ok || json.Unmarshal(e.Value, &st) != nil {
+			continue
+		}
+		waiting[tenant] += len(st.Waiting)
+		running[tenant] += len(st.Running)
+	}
+	return waiting, running, nil
 }
 
 // concState keeps the lazily opened concurrency bucket.

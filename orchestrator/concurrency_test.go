@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/orchestrator"
@@ -206,6 +208,94 @@ func TestConcurrencyKeyCancelInProgress(t *testing.T) {
 	if took := time.Since(began); took > 10*time.Second {
 		t.Fatalf("the new one waited %s for the old", took)
 	}
+}
+
+// TestCancelInProgressAfterACrash: an orchestrator that died between
+// taking a running workflow's slot for a cancel_in_progress submission
+// and canceling it left the key saying so; the submission's redelivery
+// cancels the preempted workflow then, instead of letting it run on
+// uncounted, and the key forgets the preemption.
+func TestCancelInProgressAfterACrash(t *testing.T) {
+	env := flowStack(t, 4, orchestrator.Config{})
+	key := &events.Concurrency{Key: "k", Policy: events.ConcurrencyCancelInProgress}
+	submit(t, env.Bus, "acme", "old", keyed(30_000, key))
+	waitRunning(t, env.Bus, "acme", "old")
+	ctx := context.Background()
+	kv, err := env.Bus.KV(ctx, subjects.BucketConcurrency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := subjects.ConcurrencyKey("acme", "k")
+	// The key as the crash left it: "new" holds the slot, "old" is to be
+	// canceled, and nothing canceled it.
+	if _, err := kv.Put(ctx, k, []byte(`{"key":"k","limit":1,"running":["new"],"waiting":[],"preempting":[{"by":"new","ids":["old"]}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	submit(t, env.Bus, "acme", "new", keyed(10, key)) // the redelivery
+	if why := reasonOf(t, collect(t, env.Bus, "acme", "old")); !strings.Contains(why, `workflow new took its slot of concurrency key "k"`) {
+		t.Fatalf("old canceled because %q", why)
+	}
+	if s := spanOf(t, "new", collect(t, env.Bus, "acme", "new")); s.ended != events.TypeComplete {
+		t.Fatalf("new ended %s", s.ended)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e, err := kv.Get(ctx, k)
+		if errors.Is(err, bus.ErrNotFound) || err == nil && !strings.Contains(string(e.Value), "preempting") {
+			break // forgotten (the entry goes once nothing runs under the key)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the key still records the preemption: %s %v", e.Value, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestConcurrencyGauges: the checkpoint scan's lease holder reports how
+// many workflows wait for and hold concurrency keys' slots, by tenant.
+func TestConcurrencyGauges(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := orchestrator.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := flowStack(t, 4, orchestrator.Config{Metrics: m, ScanInterval: 50 * time.Millisecond})
+	key := &events.Concurrency{Key: "k", Limit: 1}
+	submit(t, env.Bus, "acme", "first", keyed(1500, key))
+	submit(t, env.Bus, "acme", "second", keyed(10, key))
+	await := func(waiting, running float64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			w, wok := gauge(t, reg, "agentbus_orchestrator_concurrency_waiting_workflows")
+			r, rok := gauge(t, reg, "agentbus_orchestrator_concurrency_running_workflows")
+			if wok && rok && w == waiting && r == running {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("gauges waiting %v running %v, want %v and %v", w, r, waiting, running)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	await(1, 1)
+	collect(t, env.Bus, "acme", "second")
+	await(0, 0)
+}
+
+// gauge is the value of a gauge of one series in reg, if it has one yet.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) (float64, bool) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
 }
 
 // TestSessionDoubleText: a session's turn submitted while another runs

@@ -76,6 +76,11 @@ type Metrics struct {
 	flowThrottled    *prometheus.CounterVec
 	tokens           *prometheus.CounterVec
 	outboxClears     prometheus.Counter
+	// concWaiting and concRunning count workflows under concurrency keys,
+	// by tenant, as the checkpoint scan's lease holder last read them;
+	// concSeen is which tenants' gauges were set.
+	concWaiting, concRunning *prometheus.GaugeVec
+	concSeen                 map[string]bool
 	// retention are the retention sweep's (package retention lists them).
 	retention *retention.Metrics
 	// flowSeen is which queued gauges were set, so that a queue emptied
@@ -121,11 +126,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		tokens:       count("tokens_total", "Model tokens the steps' replies said they spent, by tenant and kind (prompt, completion).", "tenant", "kind"),
 		outboxClears: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "outbox_clears_total",
 			Help: "Writes that cleared a running workflow's published outbox because no transition replaced it within --clear-delay."}),
+		concWaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "concurrency_waiting_workflows",
+			Help: "Workflows waiting for a slot of their concurrency key, by tenant, as the checkpoint scan's lease holder read the keys (other orchestrators report 0: sum across them)."}, []string{"tenant"}),
+		concRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "concurrency_running_workflows",
+			Help: "Workflows holding a slot of their concurrency key, by tenant, as the checkpoint scan's lease holder read the keys (other orchestrators report 0)."}, []string{"tenant"}),
+		concSeen: map[string]bool{},
 		flowThrottled: count("flow_throttled_total", "Steps told they wait in their queue for their tenant's limit (in flight or rate), by tenant and capability.",
 			"tenant", "capability"),
 	}
 	for _, c := range []prometheus.Collector{m.started, m.finished, m.duration, m.phases, m.steps, m.stepQueue, m.stepRun,
-		m.stepFallbacks, m.redispatches, m.recoveries, m.plannerFallbacks, m.instances, m.flowQueued, m.flowAdmitted, m.flowWait, m.flowThrottled, m.tokens, m.outboxClears} {
+		m.stepFallbacks, m.redispatches, m.recoveries, m.plannerFallbacks, m.instances, m.flowQueued, m.flowAdmitted, m.flowWait, m.flowThrottled, m.tokens, m.outboxClears, m.concWaiting, m.concRunning} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -216,6 +226,29 @@ func (m *Metrics) queued(ws []bus.Waiting) {
 	for k, n := range sums {
 		m.flowSeen[k] = true
 		m.flowQueued.WithLabelValues(k[0], k[1]).Set(n)
+	}
+}
+
+// concurrency sets the concurrency-key gauges from the keys' counts by
+// tenant; nil counts (an orchestrator not holding the scan lease) set
+// every tenant seen to 0.
+func (m *Metrics) concurrency(waiting, running map[string]int) {
+	if m == nil {
+		return
+	}
+	m.flowMu.Lock()
+	defer m.flowMu.Unlock()
+	for t := range m.concSeen {
+		m.concWaiting.WithLabelValues(t).Set(float64(waiting[t]))
+		m.concRunning.WithLabelValues(t).Set(float64(running[t]))
+	}
+	for t, n := range waiting {
+		m.concSeen[t] = true
+		m.concWaiting.WithLabelValues(t).Set(float64(n))
+	}
+	for t, n := range running {
+		m.concSeen[t] = true
+		m.concRunning.WithLabelValues(t).Set(float64(n))
 	}
 }
 

@@ -88,6 +88,13 @@ func (s *scanner) run(ctx context.Context) {
 		case <-t.C:
 		}
 		r, err := s.once(ctx)
+		if r.Held {
+			if w, n, cerr := s.o.countKeys(ctx); cerr == nil {
+				s.o.cfg.Metrics.concurrency(w, n)
+			}
+		} else {
+			s.o.cfg.Metrics.concurrency(nil, nil)
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.o.log.Warn("checkpoint scan", "err", err, "read", r.Read, "healed", r.Healed)

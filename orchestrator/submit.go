@@ -142,7 +142,9 @@ func (o *Orchestrator) limitKey(ctx context.Context, cp *workflow.Checkpoint, in
 	}
 	cp.Concurrency = &k.Concurrency
 	pl.Wait, pl.Cancel = g.Wait, g.Cancel
-	o.preempt(ctx, cp.TenantID, g, k.DoubleText == events.DoubleTextRollback)
+	if err := o.preempt(ctx, cp.TenantID, k.Key, cp.WorkflowID, g, k.DoubleText == events.DoubleTextRollback); err != nil {
+		return in, g, err
+	}
 	return pl, g, nil
 }
 
