@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -106,7 +104,7 @@ func reportRoles(b *testing.B, what string, rep benchReport, usage []roleCPU) {
 // roles is a deployment of one process per role.
 type roles struct {
 	bin, natsURL                 string
-	server, orchestrator, worker *roleProc
+	server, orchestrator, worker *proc
 }
 
 // startRoles starts nats-server, an orchestrator and a worker, each
@@ -116,11 +114,11 @@ func startRoles(b *testing.B) *roles {
 	addr := bustest.FreeAddr(b)
 	host, port, _ := strings.Cut(addr, ":")
 	d := &roles{bin: agentbusBinary(b), natsURL: "nats://" + addr}
-	d.server = startRole(b, "nats-server", natsServerBinary(b), "-js", "-sd", b.TempDir(), "-a", host, "-p", port)
+	d.server = startBinary(b, natsServerBinary(b), "-js", "-sd", b.TempDir(), "-a", host, "-p", port)
 	d.server.waitLine(b, regexp.MustCompile(`Server is ready`))
-	d.orchestrator = startRole(b, "orchestrator", d.bin, "orchestrator", "--nats", d.natsURL)
+	d.orchestrator = startBinary(b, d.bin, "orchestrator", "--nats", d.natsURL)
 	d.orchestrator.waitLine(b, orchestratorLine)
-	d.worker = startRole(b, "worker", d.bin, "worker", "--nats", d.natsURL, "--capabilities", "echo")
+	d.worker = startBinary(b, d.bin, "worker", "--nats", d.natsURL, "--capabilities", "echo")
 	d.worker.waitLine(b, workerLine)
 	return d
 }
@@ -134,7 +132,7 @@ func (d *roles) cpu(b *testing.B) [3]time.Duration {
 // stop stops the roles with SIGTERM, the clients before the server.
 func (d *roles) stop(b *testing.B) {
 	b.Helper()
-	for _, p := range []*roleProc{d.worker, d.orchestrator, d.server} {
+	for _, p := range []*proc{d.worker, d.orchestrator, d.server} {
 		p.stop(b, 30*time.Second)
 	}
 }
@@ -163,92 +161,26 @@ func (d *roles) bench(b *testing.B, prefix string, steps, concurrency, count int
 	return r, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
-// roleProc is one long-running process of the benchmark and its combined
-// output. The process tests' proc does the same for a *testing.T, which a
-// benchmark does not have.
-type roleProc struct {
-	name string
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	out  bytes.Buffer
-	line chan string
-	done chan struct{}
-}
-
-func startRole(b *testing.B, name, bin string, args ...string) *roleProc {
-	b.Helper()
-	p := &roleProc{name: name, cmd: exec.Command(bin, args...), line: make(chan string, 1024), done: make(chan struct{})}
-	pr, pw := io.Pipe()
-	p.cmd.Stdout, p.cmd.Stderr = pw, pw
-	if err := p.cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.out.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			select {
-			case p.line <- sc.Text():
-			default:
-			}
-		}
-		_, _ = io.Copy(io.Discard, pr) // a line past the scanner's limit: keep the pipe flowing
-	}()
-	go func() { _ = p.cmd.Wait(); _ = pw.Close(); <-read; close(p.done) }()
-	b.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		if b.Failed() {
-			b.Logf("output of %s %v:\n%s", name, args, p.output())
-		}
-	})
-	return p
-}
-
-func (p *roleProc) output() string { p.mu.Lock(); defer p.mu.Unlock(); return p.out.String() }
-
-// waitLine waits for an output line matching re.
-func (p *roleProc) waitLine(b *testing.B, re *regexp.Regexp) {
-	b.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case l := <-p.line:
-			if re.MatchString(l) {
-				return
-			}
-		case <-p.done:
-			b.Fatalf("%s exited before printing %s:\n%s", p.name, re, p.output())
-		case <-deadline:
-			b.Fatalf("%s printed no line matching %s within 30s:\n%s", p.name, re, p.output())
-		}
-	}
-}
-
 // cpu is the CPU the process has spent so far.
-func (p *roleProc) cpu(b *testing.B) time.Duration {
+func (p *proc) cpu(b *testing.B) time.Duration {
 	b.Helper()
-	d, err := procCPU(p.cmd.Process.Pid)
+	d, err := procCPU(p.pid())
 	if err != nil {
-		b.Fatalf("%s: %v", p.name, err)
+		b.Fatalf("%s: %v", p.cmd.Args, err)
 	}
 	return d
 }
 
 // stop sends SIGTERM and waits for the process to exit.
-func (p *roleProc) stop(b *testing.B, within time.Duration) {
+func (p *proc) stop(b *testing.B, within time.Duration) {
 	b.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		b.Fatalf("%s: SIGTERM: %v", p.name, err)
+		b.Fatalf("%s: SIGTERM: %v", p.cmd.Args, err)
 	}
 	select {
 	case <-p.done:
 	case <-time.After(within):
-		b.Fatalf("%s did not exit within %s of SIGTERM", p.name, within)
+		b.Fatalf("%s did not exit within %s of SIGTERM", p.cmd.Args, within)
 	}
 }
 

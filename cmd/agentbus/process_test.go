@@ -72,7 +72,13 @@ func (p *proc) output() string { p.mu.Lock(); defer p.mu.Unlock(); return p.out.
 
 func startProc(t *testing.T, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(agentbusBinary(t), args...)
+	return startBinary(t, agentbusBinary(t), args...)
+}
+
+// startBinary is startProc for any program.
+func startBinary(t testing.TB, bin string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	p := &proc{cmd: cmd, line: make(chan string, 1024), done: make(chan struct{})}
@@ -109,7 +115,7 @@ func startProc(t *testing.T, args ...string) *proc {
 }
 
 // waitLine waits for an output line matching re and returns its submatches.
-func (p *proc) waitLine(t *testing.T, re *regexp.Regexp) []string {
+func (p *proc) waitLine(t testing.TB, re *regexp.Regexp) []string {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
