@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"sync"
@@ -52,15 +51,15 @@ type scanLease struct {
 	At     time.Time `json:"at"`
 }
 
+// Holder and Hold make scanLease a bus.LeaseState.
+func (l *scanLease) Holder() string { return l.Owner }
+
+func (l *scanLease) Hold(owner string, at time.Time) { l.Owner, l.At = owner, at }
+
 // scanner runs the checkpoint scan. Only run's goroutine uses it.
 type scanner struct {
-	o  *Orchestrator
-	kv *bus.KV
-	id string
-	// seenRev is the lease key's revision as last read, seenAt when this
-	// process first saw it.
-	seenRev uint64
-	seenAt  time.Time
+	o     *Orchestrator
+	lease *bus.Lease
 }
 
 // scanReport says what one pass did.
@@ -75,7 +74,7 @@ type scanReport struct {
 }
 
 func newScanner(o *Orchestrator, kv *bus.KV) *scanner {
-	return &scanner{o: o, kv: kv, id: uuid.NewString()}
+	return &scanner{o: o, lease: bus.NewLease(kv, subjects.LeaseScan, uuid.NewString(), 3*o.cfg.ScanInterval)}
 }
 
 func (s *scanner) run(ctx context.Context) {
@@ -156,12 +155,9 @@ func (s *scanner) once(ctx context.Context) (scanReport, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	st.Owner, st.Cursor, st.At = s.id, cursor, time.Now().UTC()
-	b, _ := json.Marshal(st)
-	if nrev, err := s.kv.Update(ctx, subjects.LeaseScan, b, rev); err == nil {
-		s.seenRev, s.seenAt = nrev, time.Now()
-	} else if !errors.Is(err, bus.ErrConflict) {
-		errs = append(errs, err) // a conflict: another took the lease over
+	st.Cursor = cursor
+	if _, _, err := s.lease.Renew(ctx, &st, rev); err != nil {
+		errs = append(errs, err) // not held any more is no error: another took it over
 	}
 	return r, errors.Join(errs...)
 }
@@ -222,45 +218,15 @@ func (s *scanner) look(ctx context.Context, v bus.Stored) looked {
 	return looked{examined: true, healed: healed, err: err}
 }
 
-// acquire returns the lease if this orchestrator holds it, may create it,
-// or may take it over from a holder that went silent.
+// acquire returns the lease's state if this orchestrator holds it, may
+// create it, or may take it over from a holder that went silent.
 func (s *scanner) acquire(ctx context.Context) (scanLease, uint64, bool, error) {
-	now := time.Now()
-	st := scanLease{Owner: s.id, At: now.UTC()}
-	e, err := s.kv.Get(ctx, subjects.LeaseScan)
-	if isNotFound(err) {
-		b, _ := json.Marshal(st)
-		rev, err := s.kv.Create(ctx, subjects.LeaseScan, b)
-		if errors.Is(err, bus.ErrConflict) {
-			return st, 0, false, nil
-		}
-		return st, rev, err == nil, err
+	var st scanLease
+	rev, held, took, err := s.lease.Acquire(ctx, &st)
+	if took {
+		s.o.log.Info("checkpoint scan lease taken over from a silent holder", "cursor", st.Cursor)
 	}
-	if err != nil {
-		return st, 0, false, err
-	}
-	_ = json.Unmarshal(e.Value, &st)
-	if e.Revision != s.seenRev {
-		s.seenRev, s.seenAt = e.Revision, now
-	}
-	if st.Owner == s.id {
-		return st, e.Revision, true, nil
-	}
-	if now.Sub(s.seenAt) < 3*s.o.cfg.ScanInterval {
-		return st, 0, false, nil // its holder renews it
-	}
-	st.Owner, st.At = s.id, now.UTC()
-	b, _ := json.Marshal(st)
-	rev, err := s.kv.Update(ctx, subjects.LeaseScan, b, e.Revision)
-	if errors.Is(err, bus.ErrConflict) {
-		return st, 0, false, nil // another took it first
-	}
-	if err != nil {
-		return st, 0, false, err
-	}
-	s.o.log.Info("checkpoint scan lease taken over from a silent holder", "cursor", st.Cursor)
-	s.seenRev, s.seenAt = rev, now
-	return st, rev, true, nil
+	return st, rev, held, err
 }
 
 // heal moves on an active workflow whose checkpoint has not changed for a

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
@@ -94,7 +95,9 @@ func TestScanLeaseHasOneHolderAndPassesOn(t *testing.T) {
 
 	putFinished(t, first, 5, 3)
 	time.Sleep(2 * time.Millisecond)
-	second.scan.seenAt = time.Now().Add(-time.Hour) // the holder has been silent that long
+	// The holder has been silent for longer than the second waits: a
+	// second that takes over at once.
+	second.scan.lease = bus.NewLease(second.leases, subjects.LeaseScan, "second", 0)
 	if r := held(second, true, "the second once the holder went silent"); r.Read != 3 {
 		t.Fatalf("the pass after the takeover read %d revisions, want the 3 after the holder's cursor", r.Read)
 	}
@@ -128,10 +131,9 @@ func BenchmarkScanPass(b *testing.B) {
 	b.ReportMetric(float64(len(value)), "value-bytes")
 	b.ResetTimer()
 	for b.Loop() {
-		if err := o.scan.kv.Delete(ctx, subjects.LeaseScan); err != nil && !isNotFound(err) {
+		if err := o.leases.Delete(ctx, subjects.LeaseScan); err != nil && !isNotFound(err) {
 			b.Fatal(err)
 		}
-		o.scan.seenRev = 0
 		r, err := o.scan.once(ctx)
 		if err != nil || r.Read != n {
 			b.Fatalf("pass read %d revisions, %v; want %d", r.Read, err, n)

@@ -3,7 +3,6 @@ package retention
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -106,12 +105,7 @@ type Sweeper struct {
 	log         *slog.Logger
 	purger      *Purger
 	checkpoints *bus.KV
-	leases      *bus.KV
-	id          string
-	// seenRev is the lease key's revision as last read, seenAt when this
-	// process first saw it (on the real clock).
-	seenRev uint64
-	seenAt  time.Time
+	lease       *bus.Lease
 }
 
 // New checks cfg and opens the buckets the sweep needs.
@@ -129,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*Sweeper, error) {
 		return nil, fmt.Errorf("retention: %w", err)
 	}
 	return &Sweeper{cfg: cfg, log: cfg.Logger.With("component", "retention"), purger: p, checkpoints: p.checkpoints,
-		leases: leases, id: uuid.NewString()}, nil
+		lease: bus.NewLease(leases, subjects.LeaseRetention, uuid.NewString(), 3*cfg.Interval)}, nil
 }
 
 // Purger is the sweep's purger, for purges asked for by hand.
@@ -185,12 +179,9 @@ func (s *Sweeper) Once(ctx context.Context) (Report, error) {
 			errs = append(errs, err)
 		}
 	}
-	st.Owner, st.Cursors, st.At = s.id, cursors, time.Now().UTC()
-	b, _ := json.Marshal(st)
-	if nrev, err := s.leases.Update(ctx, subjects.LeaseRetention, b, rev); err == nil {
-		s.seenRev, s.seenAt = nrev, time.Now()
-	} else if !errors.Is(err, bus.ErrConflict) {
-		errs = append(errs, err) // a conflict: another took the lease over
+	st.Cursors = cursors
+	if _, _, err := s.lease.Renew(ctx, &st, rev); err != nil {
+		errs = append(errs, err) // not held any more is no error: another took it over
 	}
 	err = errors.Join(errs...)
 	s.cfg.Metrics.passed(time.Since(start).Seconds(), err != nil)
@@ -307,44 +298,19 @@ func (s *Sweeper) done(p Purged, err error) looked {
 	return looked{looked: true, purged: true}
 }
 
-// acquire returns the lease if this sweeper holds it, may create it, or
-// may take it over from a holder silent for three intervals on this
-// process's clock (so that clocks need not agree).
+// Holder and Hold make lease a bus.LeaseState.
+func (l *lease) Holder() string { return l.Owner }
+
+func (l *lease) Hold(owner string, at time.Time) { l.Owner, l.At = owner, at }
+
+// acquire returns the lease's state if this sweeper holds it, may create
+// it, or may take it over from a holder silent for three intervals on
+// this process's clock (so that clocks need not agree).
 func (s *Sweeper) acquire(ctx context.Context) (lease, uint64, bool, error) {
-	now := time.Now()
-	st := lease{Owner: s.id, At: now.UTC()}
-	e, err := s.leases.Get(ctx, subjects.LeaseRetention)
-	if errors.Is(err, bus.ErrNotFound) {
-		b, _ := json.Marshal(st)
-		rev, err := s.leases.Create(ctx, subjects.LeaseRetention, b)
-		if errors.Is(err, bus.ErrConflict) {
-			return st, 0, false, nil
-		}
-		return st, rev, err == nil, err
+	var st lease
+	rev, held, took, err := s.lease.Acquire(ctx, &st)
+	if took {
+		s.log.Info("retention sweep lease taken over from a silent holder")
 	}
-	if err != nil {
-		return st, 0, false, err
-	}
-	_ = json.Unmarshal(e.Value, &st)
-	if e.Revision != s.seenRev {
-		s.seenRev, s.seenAt = e.Revision, now
-	}
-	if st.Owner == s.id {
-		return st, e.Revision, true, nil
-	}
-	if now.Sub(s.seenAt) < 3*s.cfg.Interval {
-		return st, 0, false, nil // its holder renews it
-	}
-	st.Owner, st.At = s.id, now.UTC()
-	b, _ := json.Marshal(st)
-	rev, err := s.leases.Update(ctx, subjects.LeaseRetention, b, e.Revision)
-	if errors.Is(err, bus.ErrConflict) {
-		return st, 0, false, nil // another took it first
-	}
-	if err != nil {
-		return st, 0, false, err
-	}
-	s.log.Info("retention sweep lease taken over from a silent holder")
-	s.seenRev, s.seenAt = rev, now
-	return st, rev, true, nil
+	return st, rev, held, err
 }
