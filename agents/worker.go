@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbus/agentbus/schemas"
+
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
@@ -65,6 +67,11 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	// Every message in and out is checked against its schema: compiled
+	// now, not by the first one.
+	if err := schemas.Load(); err != nil {
+		return nil, fmt.Errorf("agents: %w", err)
 	}
 	host, _ := os.Hostname()
 	w := &Worker{cfg: cfg, log: cfg.Logger.With("component", "worker", "worker", cfg.Name), host: host, cancels: newCancels()}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbus/agentbus/schemas"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
@@ -174,6 +176,11 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	// Every message in and out is checked against its schema: compiled
+	// now, not by the first one.
+	if err := schemas.Load(); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	kv, err := cfg.Bus.KV(ctx, subjects.BucketCheckpoints)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbus/agentbus/schemas"
+
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -289,6 +291,11 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	// Every message in and out is checked against its schema: compiled
+	// now, not by the first one.
+	if err := schemas.Load(); err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
 	}
 	kv, err := cfg.Bus.KV(ctx, subjects.BucketCheckpoints)
 	if err != nil {
