@@ -13,6 +13,7 @@ func FuzzEncodeAgreesWithSDK(f *testing.F) {
 		{"a/b/event/1", "/agentbus/orchestrator", "io.agentbus.workflow.status.v1"},
 		{"", "/x", "t"}, {"  ", "/x", "t"}, {"id", "", "t"}, {"id", "%zz", "t"}, {"id", " ", "t"},
 		{"id", "http://[::1", "t"}, {"id", "/x", " \t"}, {"id", "urn:a:b", "t"}, {"\u00a0", "/x", "t"},
+		{"id", "//", "t"}, {"id", "//a", "t"}, {"id", "/a//b", "t"}, {"id", "/.", "t"}, {"id", "/a b", "t"},
 	} {
 		f.Add(s[0], s[1], s[2])
 	}

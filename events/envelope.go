@@ -104,6 +104,9 @@ type Message struct {
 	Data   []byte
 }
 
+// encodedHeaders is the most headers Encode writes.
+const encodedHeaders = 12
+
 // Encode checks e as the CloudEvents SDK would (validAttributes) and
 // returns it in binary content mode: attributes as ce- headers, data as
 // the body.
@@ -114,22 +117,28 @@ func Encode(e Envelope) (Message, error) {
 	if err := checkIDs(e); err != nil {
 		return Message{}, err
 	}
-	h := map[string][]string{
-		HeaderSpecVersion:     {SpecVersion},
-		HeaderID:              {e.ID},
-		HeaderSource:          {e.Source},
-		HeaderType:            {string(e.Type)},
-		HeaderContentType:     {ContentTypeJSON},
-		HeaderDataContentType: {ContentTypeJSON},
-		HeaderTenant:          {e.TenantID},
-	}
+	// One array holds every value (each header's slice capped at its one
+	// value, so that an append to it copies): Encode runs for every
+	// message published, and a slice per header was most of its garbage.
+	// Room for one header more, the dedup key the bus adds.
+	vals := make([]string, 0, encodedHeaders)
+	h := make(map[string][]string, encodedHeaders+1)
 	set := func(k, v string) {
 		if v != "" {
-			h[k] = []string{v}
+			vals = append(vals, v)
+			n := len(vals)
+			h[k] = vals[n-1 : n : n]
 		}
 	}
+	set(HeaderSpecVersion, SpecVersion)
+	set(HeaderID, e.ID)
+	set(HeaderSource, e.Source)
+	set(HeaderType, string(e.Type))
+	set(HeaderContentType, ContentTypeJSON)
+	set(HeaderDataContentType, ContentTypeJSON)
+	set(HeaderTenant, e.TenantID)
 	if !e.Time.IsZero() {
-		h[HeaderTime] = []string{e.Time.UTC().Format(time.RFC3339Nano)}
+		set(HeaderTime, e.Time.UTC().Format(time.RFC3339Nano))
 	}
 	set(HeaderSubject, e.Subject)
 	set(HeaderWorkflow, e.WorkflowID)
@@ -218,10 +227,12 @@ func validAttributes(e Envelope) error {
 	if strings.TrimSpace(e.ID) == "" {
 		bad = append(bad, "id: MUST be a non-empty string")
 	}
-	if u, err := url.Parse(e.Source); err != nil {
-		bad = append(bad, "source: "+err.Error())
-	} else if strings.TrimSpace(u.String()) == "" {
-		bad = append(bad, "source: REQUIRED")
+	if !plainPath(e.Source) {
+		if u, err := url.Parse(e.Source); err != nil {
+			bad = append(bad, "source: "+err.Error())
+		} else if strings.TrimSpace(u.String()) == "" {
+			bad = append(bad, "source: REQUIRED")
+		}
 	}
 	if strings.TrimSpace(string(e.Type)) == "" {
 		bad = append(bad, "type: MUST be a non-empty string")
@@ -230,6 +241,23 @@ func validAttributes(e Envelope) error {
 		return fmt.Errorf("events: encode %s: %s", e.Type, strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// plainPath reports whether s is a path of letters, digits and / . _ -
+// starting with one slash (two start an authority), such as every source
+// agentbus writes: a URI-reference url.Parse always accepts, checked
+// without parsing it.
+func plainPath(s string) bool {
+	if len(s) < 2 || s[0] != '/' || s[1] == '/' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '/' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func checkIDs(e Envelope) error {
