@@ -41,24 +41,29 @@ func (w *Worker) traced(ctx context.Context, r *running, capability string, d *b
 	env := d.Envelope
 	parent := env.Context(ctx)
 	now := time.Now()
-	attrs := []attribute.KeyValue{
-		semconv.MessagingSystemKey.String("nats"),
-		semconv.MessagingDestinationName(d.Subject),
-		semconv.MessagingMessageID(env.ID),
-		AttrTenant.String(env.TenantID), AttrWorkflow.String(env.WorkflowID), AttrStep.String(env.StepID),
-		AttrCapability.String(capability), AttrDelivery.Int64(int64(d.Delivered)),
-		AttrRedelivered.Bool(d.Delivered > 1), AttrWorker.String(w.cfg.Name),
-	}
 	start := env.Time
 	if start.IsZero() || start.After(now) {
 		start = now // clocks that disagree make no negative wait
 	}
-	_, q := tr.Start(parent, "step queue", trace.WithTimestamp(start), trace.WithAttributes(attrs...))
-	q.End(trace.WithTimestamp(now))
-	ctx, span := tr.Start(parent, "step run", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(now),
-		trace.WithAttributes(append(attrs,
+	_, q := tr.Start(parent, "step queue", trace.WithTimestamp(start))
+	ctx, span := tr.Start(parent, "step run", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(now))
+	if q.IsRecording() || span.IsRecording() {
+		// Attributes only for spans that keep them: without tracing they
+		// were a worker's largest garbage a step.
+		attrs := []attribute.KeyValue{
+			semconv.MessagingSystemKey.String("nats"),
+			semconv.MessagingDestinationName(d.Subject),
+			semconv.MessagingMessageID(env.ID),
+			AttrTenant.String(env.TenantID), AttrWorkflow.String(env.WorkflowID), AttrStep.String(env.StepID),
+			AttrCapability.String(capability), AttrDelivery.Int64(int64(d.Delivered)),
+			AttrRedelivered.Bool(d.Delivered > 1), AttrWorker.String(w.cfg.Name),
+		}
+		q.SetAttributes(attrs...)
+		span.SetAttributes(append(attrs,
 			semconv.MessagingOperationTypeProcess, semconv.MessagingOperationName("process"),
-			semconv.MessagingConsumerGroupName(w.consumeConfig(capability).Durable))...))
+			semconv.MessagingConsumerGroupName(w.consumeConfig(capability).Durable))...)
+	}
+	q.End(trace.WithTimestamp(now))
 	defer span.End()
 	err := w.handle(ctx, r, capability, d)
 	switch {
