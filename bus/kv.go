@@ -129,6 +129,25 @@ func (s *KV) GetCurrent(ctx context.Context, key string) (Entry, error) {
 	return s.getFromLeader(ctx, key)
 }
 
+// freshWait bounds GetFresh's wait for the bucket's leader.
+const freshWait = 2 * time.Second
+
+// GetFresh is Get for a reader who must not go back in time: a client
+// that saw a workflow move on and then asks for its state. It reads
+// through the bucket's leader — a replica that restarted answers direct
+// gets with what it held until it has caught up — and, should the leader
+// not answer within freshWait (an election), reads as Get does rather
+// than fail: possibly stale, but available.
+func (s *KV) GetFresh(ctx context.Context, key string) (Entry, error) {
+	lctx, cancel := context.WithTimeout(ctx, freshWait)
+	e, err := s.getFromLeader(lctx, key)
+	cancel()
+	if err == nil || errors.Is(err, ErrNotFound) || ctx.Err() != nil {
+		return e, err
+	}
+	return s.Get(ctx, key)
+}
+
 // getFromLeader reads key's newest revision through the bucket stream's
 // leader ($JS.API.STREAM.MSG.GET, never a direct get).
 func (s *KV) getFromLeader(ctx context.Context, key string) (Entry, error) {

@@ -65,6 +65,10 @@ func TestKVUpdate(t *testing.T) {
 	if err != nil || string(e.Value) != "v2" || e.Revision != r2 {
 		t.Fatalf("Get = %+v, %v; want v2 at revision %d", e, err, r2)
 	}
+	e, err = kv.GetFresh(testCtx(t), key)
+	if err != nil || string(e.Value) != "v2" || e.Revision != r2 {
+		t.Fatalf("GetFresh = %+v, %v; want v2 at revision %d", e, err, r2)
+	}
 }
 
 func TestKVGetMissing(t *testing.T) {
@@ -72,6 +76,9 @@ func TestKVGetMissing(t *testing.T) {
 	kv, key := openCheckpoints(t)
 	if _, err := kv.Get(testCtx(t), key); !errors.Is(err, bus.ErrNotFound) {
 		t.Fatalf("Get of a missing key: err = %v, want ErrNotFound", err)
+	}
+	if _, err := kv.GetFresh(testCtx(t), key); !errors.Is(err, bus.ErrNotFound) {
+		t.Fatalf("GetFresh of a missing key: err = %v, want ErrNotFound", err)
 	}
 	if _, err := kv.History(testCtx(t), key); !errors.Is(err, bus.ErrNotFound) {
 		t.Fatalf("History of a missing key: err = %v, want ErrNotFound", err)

@@ -216,7 +216,7 @@ func (n *natsClient) checkpoint(ctx context.Context, workflow string) (bus.Entry
 	if err != nil {
 		return bus.Entry{}, fmt.Errorf("client: %w", err)
 	}
-	e, err := kv.Get(ctx, key)
+	e, err := kv.GetFresh(ctx, key)
 	if errors.Is(err, bus.ErrNotFound) {
 		return e, &APIError{StatusCode: http.StatusNotFound, Status: "404 Not Found", Code: "not_found",
 			Message: fmt.Sprintf("no workflow %q for tenant %s", workflow, n.tenant)}

@@ -161,7 +161,7 @@ func (g *Gateway) checkpoint(w http.ResponseWriter, r *http.Request, tenant stri
 		writeError(w, http.StatusNotFound, apiError{Code: "not_found", Message: fmt.Sprintf("no workflow %q", id),
 			Problems: []Problem{pathProblem("id", "no workflow %s", quoted(id))}})
 	}
-	e, err := g.checkpoints.Get(r.Context(), key)
+	e, err := g.checkpoints.GetFresh(r.Context(), key)
 	if errors.Is(err, bus.ErrNotFound) {
 		notFound()
 		return nil, false

@@ -89,6 +89,9 @@ type Bus interface {
 // bucket.
 type Checkpoints interface {
 	Get(ctx context.Context, key string) (bus.Entry, error)
+	// GetFresh reads through the bucket's leader (bus.KV.GetFresh): a
+	// task's state is never older than what its client saw.
+	GetFresh(ctx context.Context, key string) (bus.Entry, error)
 	// Wait waits for the key to exist.
 	Wait(ctx context.Context, key string) (bus.Entry, error)
 }

@@ -53,7 +53,7 @@ func (g *Server) loadTask(ctx context.Context, tenant, id string) (taskCheckpoin
 	if err != nil {
 		return cp, errTaskNotFound(id)
 	}
-	e, err := g.checkpoints.Get(ctx, key)
+	e, err := g.checkpoints.GetFresh(ctx, key)
 	if errors.Is(err, bus.ErrNotFound) {
 		return cp, errTaskNotFound(id)
 	}
