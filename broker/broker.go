@@ -72,7 +72,10 @@ type Config struct {
 	Cluster ClusterConfig
 	// Sync is how often JetStream flushes its store to disk.
 	Sync SyncConfig
-	// ReadyTimeout bounds the wait for the server to accept connections.
+	// ReadyTimeout bounds the wait for the server to accept connections:
+	// after a crash it first recovers its store, which on a large or
+	// compressed one takes longer than the few ms of a clean start.
+	// Default DefaultReadyTimeout; the wait is logged every 5 s.
 	ReadyTimeout time.Duration
 	// Logger receives the server's own log lines from the start (see
 	// LogTo); nil discards them. A fatal start-up error is returned by
@@ -94,9 +97,14 @@ func (c *Config) setDefaults() {
 		}
 	}
 	if c.ReadyTimeout == 0 {
-		c.ReadyTimeout = 10 * time.Second
+		c.ReadyTimeout = DefaultReadyTimeout
 	}
 }
+
+// DefaultReadyTimeout is Config.ReadyTimeout's default. It was 10 s, which
+// a store recovering after kill -9 passed (make chaos with
+// --compress-streams): the process then exited instead of starting late.
+const DefaultReadyTimeout = 5 * time.Minute
 
 // Validate reports every problem with the configuration at once.
 func (c Config) Validate() error {
@@ -196,7 +204,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	ns.SetLoggerV2(log, false, false, false)
 	go ns.Start()
-	if err := awaitReady(ns, log.fatal, cfg.ReadyTimeout); err != nil {
+	if err := awaitReady(ns, log.fatal, cfg.ReadyTimeout, cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))); err != nil {
 		ns.Shutdown()
 		return nil, fmt.Errorf("%w (nats address %s)", err, cfg.Addr)
 	}
@@ -215,9 +223,15 @@ func probeListen(addr string) error {
 
 // awaitReady waits until ns accepts connections, reports a fatal error at
 // once, or gives up after timeout.
-func awaitReady(ns *server.Server, fatal <-chan string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
+func awaitReady(ns *server.Server, fatal <-chan string, timeout time.Duration, log *slog.Logger) error {
+	start := time.Now()
+	deadline, next := start.Add(timeout), start.Add(5*time.Second)
 	for {
+		if now := time.Now(); now.After(next) {
+			log.Warn("embedded nats-server not accepting connections yet (recovering its store?)",
+				"waited", now.Sub(start).Round(time.Second), "gives_up_after", timeout)
+			next = now.Add(5 * time.Second)
+		}
 		select {
 		case msg := <-fatal:
 			return fmt.Errorf("%w: %s", ErrStartFailed, msg)

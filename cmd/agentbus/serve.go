@@ -24,7 +24,9 @@ import (
 type serveFlags struct {
 	data, natsAddr, httpAddr, natsConfig, logLevel string
 	eventsMaxAge                                   time.Duration
-	streams                                        streamFlags
+	// readyTimeout bounds the embedded server's start (broker.Config).
+	readyTimeout time.Duration
+	streams      streamFlags
 	// replicasSet says --replicas was given; otherwise a clustered server
 	// (--routes, or a cluster block in --nats-config) gets 3.
 	replicasSet bool
@@ -59,6 +61,8 @@ func newServe() *cobra.Command {
 	fl.StringVar(&f.natsAddr, "nats-addr", "127.0.0.1:4222", "NATS client listen address HOST:PORT (port -1: random)")
 	fl.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:8080", "HTTP listen address HOST:PORT (port 0: random)")
 	fl.StringVar(&f.natsConfig, "nats-config", "", "optional nats-server configuration file, e.g. nats.conf")
+	fl.DurationVar(&f.readyTimeout, "ready-timeout", broker.DefaultReadyTimeout, "how long the embedded nats-server may take to accept connections before serve gives up: "+
+		"after a crash it recovers its store first, which a large or compressed one takes a while to do (logged every 5s)")
 	fl.DurationVar(&f.eventsMaxAge, "events-max-age", 7*24*time.Hour, "how long workflow events are kept for replay")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.streams.register(cmd)
@@ -167,7 +171,10 @@ func (f serveFlags) server() (broker.Config, error) {
 	if f.streams.replicas > 1 && !cluster.On() && f.natsConfig == "" {
 		return broker.Config{}, &exitError{code: exitUsage, msg: fmt.Sprintf("--replicas %d needs a cluster: give the embedded server --cluster-addr and --routes (or a cluster block in --nats-config)", f.streams.replicas)}
 	}
-	return broker.Config{ConfigFile: f.natsConfig, Name: f.cluster.serverName, Cluster: cluster, Sync: jsSync}, nil
+	if f.readyTimeout < 0 {
+		return broker.Config{}, &exitError{code: exitUsage, msg: fmt.Sprintf("--ready-timeout %s: want a positive duration (0: the default, %s)", f.readyTimeout, broker.DefaultReadyTimeout)}
+	}
+	return broker.Config{ConfigFile: f.natsConfig, Name: f.cluster.serverName, Cluster: cluster, Sync: jsSync, ReadyTimeout: f.readyTimeout}, nil
 }
 
 // config is what serve runs: the embedded server as given, the built-in
