@@ -122,7 +122,7 @@ func (g *Gateway) requestStart(w http.ResponseWriter, r *http.Request, tenant st
 		writeBadRequest(w, queryProblem("epoch", "%s is longer than %d bytes: not an epoch this gateway gave", quoted(clientEpoch), maxEpoch))
 		return st, false
 	}
-	cp, ok := g.checkpoint(w, r, tenant)
+	cp, ok := g.streamCheckpoint(w, r, tenant)
 	if !ok {
 		return st, false
 	}

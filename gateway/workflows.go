@@ -147,6 +147,18 @@ func (g *Gateway) state(w http.ResponseWriter, r *http.Request) {
 // workflow the request does not see (another user's: auth_scope.go) is
 // the same 404 as one that does not exist.
 func (g *Gateway) checkpoint(w http.ResponseWriter, r *http.Request, tenant string) (map[string]json.RawMessage, bool) {
+	return g.readCheckpoint(w, r, tenant, g.checkpoints.GetFresh)
+}
+
+// streamCheckpoint is checkpoint for a stream's start, read from any
+// replica (bus.KV.Get): every WebSocket and SSE connection reads it, and
+// only a reset frame's status — rare — would show an older state.
+func (g *Gateway) streamCheckpoint(w http.ResponseWriter, r *http.Request, tenant string) (map[string]json.RawMessage, bool) {
+	return g.readCheckpoint(w, r, tenant, g.checkpoints.Get)
+}
+
+func (g *Gateway) readCheckpoint(w http.ResponseWriter, r *http.Request, tenant string,
+	get func(context.Context, string) (bus.Entry, error)) (map[string]json.RawMessage, bool) {
 	id := r.PathValue("id")
 	key, err := subjects.CheckpointKey(tenant, id)
 	if err != nil {
@@ -161,7 +173,7 @@ func (g *Gateway) checkpoint(w http.ResponseWriter, r *http.Request, tenant stri
 		writeError(w, http.StatusNotFound, apiError{Code: "not_found", Message: fmt.Sprintf("no workflow %q", id),
 			Problems: []Problem{pathProblem("id", "no workflow %s", quoted(id))}})
 	}
-	e, err := g.checkpoints.GetFresh(r.Context(), key)
+	e, err := get(r.Context(), key)
 	if errors.Is(err, bus.ErrNotFound) {
 		notFound()
 		return nil, false
