@@ -242,6 +242,8 @@ func (g *Gateway) patchSchedule(w http.ResponseWriter, r *http.Request) {
 				dst = &sp.TimeZone
 			case "jitter":
 				dst = &sp.Jitter
+			case "catchup_window":
+				dst = &sp.CatchupWindow
 			case "overlap":
 				dst = &sp.Overlap
 			case "paused":

@@ -44,6 +44,7 @@ func TestSchedulesValidation(t *testing.T) {
 		{"bad zone", `{"schedule_id":"a","cron":"@daily","time_zone":"Nowhere/City","workflow":{"query":"q"}}`, []string{"/time_zone"}},
 		{"zone with every", `{"schedule_id":"a","every":"1m","time_zone":"UTC","workflow":{"query":"q"}}`, []string{"/time_zone"}},
 		{"bad jitter", `{"schedule_id":"a","every":"1m","jitter":"-1s","workflow":{"query":"q"}}`, []string{"/jitter"}},
+		{"bad catch-up window", `{"schedule_id":"a","every":"1m","catchup_window":"a year","workflow":{"query":"q"}}`, []string{"/catchup_window"}},
 		{"reserved metadata", `{"schedule_id":"a","every":"1m","workflow":{"query":"q","metadata":{"schedule_id":"b"}}}`, []string{"/workflow/metadata/schedule_id"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -84,6 +84,9 @@ func (o *Orchestrator) handleFire(ctx context.Context, d *bus.Delivery) error {
 		if wait := time.Until(slot.Add(tm.Delay(id, slot))); wait > 0 {
 			return &bus.RetryAfter{Delay: wait} // jitter
 		}
+		if err := o.catchUp(ctx, tenant, sp, tm, slot, f.Overlap); err != nil {
+			return err
+		}
 	case events.FireManual, events.FireBackfill:
 		if f.Slot == nil {
 			return fmt.Errorf("%w: a %s fire without a slot", bus.ErrPoison, f.Kind)
@@ -125,6 +128,7 @@ func (o *Orchestrator) fire(ctx context.Context, tenant string, sp schedule.Spec
 			s.Fires++
 			s.Skipped++
 			s.LastFireAt, s.LastSkip = &now, why
+			scheduled(s, kind, slot)
 			return true
 		})
 		o.log.Info("schedule slot skipped", "tenant", tenant, "schedule", id, "slot", slot, "running", prev, "overlap", overlap)
@@ -162,10 +166,51 @@ func (o *Orchestrator) fire(ctx context.Context, tenant string, sp schedule.Spec
 		}
 		s.LastFireAt = &now
 		s.Start(run, slot, now)
+		scheduled(s, kind, slot)
 		return true
 	})
 	o.log.Info("schedule run started", "tenant", tenant, "schedule", id, "workflow", run, "kind", kind, "decision", decision)
 	return err
+}
+
+// scheduled notes a scheduled slot handled (started or skipped): a
+// catch-up starts after the newest.
+func scheduled(s *schedule.State, kind string, slot time.Time) {
+	if kind == events.FireScheduled && (s.LastScheduled == nil || slot.After(*s.LastScheduled)) {
+		s.LastScheduled = &slot
+	}
+}
+
+// catchUp starts, before a scheduled fire's own slot, the slots no server
+// fired since the schedule's last scheduled slot (all were down past
+// them) that its catch-up window still covers, oldest first, each under
+// the overlap policy as if it had fired then. A run waiting for the
+// previous one (buffer_one) has the fire delivered again later; runs
+// already started are not started again.
+func (o *Orchestrator) catchUp(ctx context.Context, tenant string, sp schedule.Spec, tm schedule.Timing, slot time.Time, fireOverlap string) error {
+	if tm.Catchup <= 0 {
+		return nil
+	}
+	st, _, err := o.schedules.State(ctx, tenant, sp.ScheduleID)
+	if err != nil || st.LastScheduled == nil {
+		return err // never fired before: nothing was missed
+	}
+	missed := tm.Missed(*st.LastScheduled, slot, sp.ArmedAt, time.Now())
+	if len(missed) == 0 {
+		return nil
+	}
+	overlap := sp.Overlap
+	if fireOverlap != "" {
+		overlap = schedule.Overlap(fireOverlap)
+	}
+	o.log.Info("schedule catching up on slots no server fired", "tenant", tenant, "schedule", sp.ScheduleID,
+		"slots", len(missed), "from", missed[0], "to", missed[len(missed)-1])
+	for _, m := range missed {
+		if err := o.fire(ctx, tenant, sp, events.FireScheduled, m, overlap); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runRunning reports whether a schedule's run has not ended: its

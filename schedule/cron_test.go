@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -110,10 +111,11 @@ func TestSpecCheckPointers(t *testing.T) {
 		{"zone with every", schedule.Spec{ScheduleID: "a", Every: "1m", TimeZone: "Europe/Paris", Workflow: schedule.Template{Query: "q"}}, []string{"/time_zone"}},
 		{"bad zone", schedule.Spec{ScheduleID: "a", Cron: "@daily", TimeZone: "Mars/Olympus", Workflow: schedule.Template{Query: "q"}}, []string{"/time_zone"}},
 		{"bad jitter", schedule.Spec{ScheduleID: "a", Cron: "@daily", Jitter: "soon", Workflow: schedule.Template{Query: "q"}}, []string{"/jitter"}},
+		{"bad catch-up window", schedule.Spec{ScheduleID: "a", Cron: "@daily", CatchupWindow: "9000h", Workflow: schedule.Template{Query: "q"}}, []string{"/catchup_window"}},
 		{"long id", schedule.Spec{ScheduleID: "a123456789012345678901234567890123456789x", Cron: "@daily", Workflow: schedule.Template{Query: "q"}}, []string{"/schedule_id"}},
 		{"no workflow", schedule.Spec{ScheduleID: "a", Cron: "@daily"}, []string{"/workflow"}},
 		{"reserved metadata", schedule.Spec{ScheduleID: "a", Cron: "@daily", Workflow: schedule.Template{Query: "q", Metadata: map[string]string{"schedule_id": "x"}}}, []string{"/workflow/metadata/schedule_id"}},
-		{"ok", schedule.Spec{ScheduleID: "a", Cron: "*/5 * * * *", TimeZone: "Europe/Paris", Jitter: "5s", Overlap: schedule.OverlapBufferOne, Workflow: schedule.Template{Query: "q"}}, nil},
+		{"ok", schedule.Spec{ScheduleID: "a", Cron: "*/5 * * * *", TimeZone: "Europe/Paris", Jitter: "5s", CatchupWindow: "24h", Overlap: schedule.OverlapBufferOne, Workflow: schedule.Template{Query: "q"}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.spec.Check()
@@ -161,5 +163,48 @@ func TestDecide(t *testing.T) {
 		if got := schedule.Decide(tc.o, tc.running, tc.buffered, "run"); got != tc.want {
 			t.Errorf("Decide(%s, running %v, buffered %q) = %s, want %s", tc.o, tc.running, tc.buffered, got, tc.want)
 		}
+	}
+}
+
+// TestMissed: the slots between the last fired one and this one that the
+// catch-up window still covers, oldest first; none without a window.
+func TestMissed(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	every, _ := schedule.Spec{ScheduleID: "a", Every: "1m", CatchupWindow: "5m", Workflow: schedule.Template{Query: "q"}}.Check()
+	at := func(ms ...int) []time.Time {
+		var out []time.Time
+		for _, m := range ms {
+			out = append(out, t0.Add(time.Duration(m)*time.Minute))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name              string
+		tm                schedule.Timing
+		last, slot, armed time.Time
+		want              []time.Time
+	}{
+		{"window covers five", every, t0.Add(2 * time.Minute), t0.Add(10 * time.Minute), t0, at(5, 6, 7, 8, 9)},
+		{"nothing missed", every, t0.Add(9 * time.Minute), t0.Add(10 * time.Minute), t0, nil},
+		{"last before the arming", every, t0.Add(-time.Hour), t0.Add(4 * time.Minute), t0.Add(time.Minute), at(2, 3)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.tm.Missed(tc.last, tc.slot, tc.armed, tc.slot)
+			if !slices.EqualFunc(got, tc.want, time.Time.Equal) {
+				t.Fatalf("Missed = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	cron, _ := schedule.Spec{ScheduleID: "a", Cron: "*/15 * * * *", CatchupWindow: "1h", Workflow: schedule.Template{Query: "q"}}.Check()
+	if got := cron.Missed(t0, t0.Add(2*time.Hour), t0, t0.Add(2*time.Hour)); !slices.EqualFunc(got, at(60, 75, 90, 105), time.Time.Equal) {
+		t.Fatalf("cron Missed = %v", got)
+	}
+	none, _ := schedule.Spec{ScheduleID: "a", Every: "1m", Workflow: schedule.Template{Query: "q"}}.Check()
+	if got := none.Missed(t0, t0.Add(time.Hour), t0, t0.Add(time.Hour)); got != nil {
+		t.Fatalf("no window: Missed = %v", got)
+	}
+	second, _ := schedule.Spec{ScheduleID: "a", Every: "1s", CatchupWindow: "8760h", Workflow: schedule.Template{Query: "q"}}.Check()
+	if got := second.Missed(t0, t0.Add(24*time.Hour), t0, t0.Add(24*time.Hour)); len(got) != schedule.MaxBackfill || !got[len(got)-1].Equal(t0.Add(24*time.Hour-time.Second)) {
+		t.Fatalf("a long outage: %d slots, the last %v", len(got), got[len(got)-1])
 	}
 }

@@ -62,9 +62,12 @@ type State struct {
 	Started uint64 `json:"started"`
 	Skipped uint64 `json:"skipped"`
 	// Canceled counts the runs cancel_previous canceled.
-	Canceled       uint64     `json:"canceled"`
-	LastFireAt     *time.Time `json:"last_fire_at,omitempty"`
-	LastSlot       *time.Time `json:"last_slot,omitempty"`
+	Canceled   uint64     `json:"canceled"`
+	LastFireAt *time.Time `json:"last_fire_at,omitempty"`
+	LastSlot   *time.Time `json:"last_slot,omitempty"`
+	// LastScheduled is the newest scheduled slot handled, started or
+	// skipped: where a catch-up starts from (Timing.Missed).
+	LastScheduled  *time.Time `json:"last_scheduled,omitempty"`
 	LastWorkflowID string     `json:"last_workflow_id,omitempty"`
 	LastStartedAt  *time.Time `json:"last_started_at,omitempty"`
 	// LastSkip says why the last skipped slot was.

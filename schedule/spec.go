@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -59,15 +60,20 @@ type Template struct {
 // Spec is a schedule's definition: what POST /v1/schedules takes and GET
 // returns (with the State beside it).
 type Spec struct {
-	ScheduleID string   `json:"schedule_id"`
-	Cron       string   `json:"cron,omitempty"`
-	Every      string   `json:"every,omitempty"`
-	TimeZone   string   `json:"time_zone,omitempty"`
-	Jitter     string   `json:"jitter,omitempty"`
-	Overlap    Overlap  `json:"overlap"`
-	Paused     bool     `json:"paused"`
-	Note       string   `json:"note,omitempty"`
-	Workflow   Template `json:"workflow"`
+	ScheduleID string `json:"schedule_id"`
+	Cron       string `json:"cron,omitempty"`
+	Every      string `json:"every,omitempty"`
+	TimeZone   string `json:"time_zone,omitempty"`
+	Jitter     string `json:"jitter,omitempty"`
+	// CatchupWindow, if set, is how far back slots missed while no
+	// server fired (all were down past them) are still started when the
+	// schedule fires again, oldest first, each under the overlap policy;
+	// older ones are skipped. Without it a missed slot is skipped.
+	CatchupWindow string   `json:"catchup_window,omitempty"`
+	Overlap       Overlap  `json:"overlap"`
+	Paused        bool     `json:"paused"`
+	Note          string   `json:"note,omitempty"`
+	Workflow      Template `json:"workflow"`
 	// User is whom the schedule's workflows run for: the creator's token
 	// says, never the body.
 	User      string    `json:"user,omitempty"`
@@ -96,6 +102,8 @@ type Timing struct {
 	Every    time.Duration
 	Location *time.Location
 	Jitter   time.Duration
+	// Catchup is Spec.CatchupWindow (0: none).
+	Catchup time.Duration
 }
 
 // Check validates s beyond its JSON Schema (which the gateway checks
@@ -153,6 +161,14 @@ func (s Spec) Check() (Timing, error) {
 			tm.Jitter = d
 		}
 	}
+	if s.CatchupWindow != "" {
+		d, err := time.ParseDuration(s.CatchupWindow)
+		if err != nil || d < 0 || d > MaxCatchup {
+			add("/catchup_window", "%q: want a duration in [0, %s]", s.CatchupWindow, MaxCatchup)
+		} else {
+			tm.Catchup = d
+		}
+	}
 	if s.Overlap != "" && !s.Overlap.Valid() {
 		add("/overlap", "%q: want skip, buffer_one, cancel_previous or allow_all", s.Overlap)
 	}
@@ -196,6 +212,40 @@ func (t Timing) Next(now, anchor time.Time) (time.Time, bool) {
 	}
 	n := now.Sub(anchor)/t.Every + 1
 	return anchor.Add(n * t.Every).UTC(), true
+}
+
+// MaxCatchup bounds Spec.CatchupWindow.
+const MaxCatchup = 366 * 24 * time.Hour
+
+// Missed returns the slots after last and before slot (both slots the
+// schedule fired, last the one before) that are no older than its
+// catch-up window at now, oldest first, and at most MaxBackfill of them
+// (the newest): the slots no server fired because none was up. An
+// interval's slots count from anchor (when it was armed), as the
+// server's do; a last from before anchor (an earlier arming) counts as
+// anchor.
+func (t Timing) Missed(last, slot, anchor, now time.Time) []time.Time {
+	if t.Catchup <= 0 {
+		return nil
+	}
+	if last.Before(anchor) {
+		last = anchor
+	}
+	from := now.Add(-t.Catchup)
+	prev := func(s time.Time) (time.Time, bool) {
+		if t.Cron != nil {
+			return t.Cron.Prev(s, t.Location)
+		}
+		return s.Add(-t.Every), true
+	}
+	// Backwards from slot, so that a long outage costs the window's
+	// newest MaxBackfill slots, not a walk over all of it.
+	var out []time.Time
+	for s, ok := prev(slot); ok && s.After(last) && !s.Before(from) && len(out) < MaxBackfill; s, ok = prev(s) {
+		out = append(out, s.UTC())
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // ErrRange is returned by Slots for a range it refuses.

@@ -99,6 +99,7 @@ func newScheduleCreate() *cobra.Command {
 		Every      string `json:"every,omitempty"`
 		TimeZone   string `json:"time_zone,omitempty"`
 		Jitter     string `json:"jitter,omitempty"`
+		Catchup    string `json:"catchup_window,omitempty"`
 		Overlap    string `json:"overlap,omitempty"`
 		Paused     bool   `json:"paused,omitempty"`
 		Note       string `json:"note,omitempty"`
@@ -158,6 +159,7 @@ func newScheduleCreate() *cobra.Command {
 	fl.StringVar(&body.Every, "every", "", "interval instead of cron (30s, 5m, 1h)")
 	fl.StringVar(&body.TimeZone, "time-zone", "", "IANA time zone of the cron expression (default UTC)")
 	fl.StringVar(&body.Jitter, "jitter", "", "start each run up to this long after its slot")
+	fl.StringVar(&body.Catchup, "catchup-window", "", "start slots no server fired (all down past them) up to this far back when it fires again (default: skip them)")
 	fl.StringVar(&body.Overlap, "overlap", "", "while the previous run has not ended: skip (default), buffer_one, cancel_previous or allow_all")
 	fl.BoolVar(&body.Paused, "paused", false, "create it paused")
 	fl.StringVar(&body.Note, "note", "", "a note")
