@@ -27,6 +27,7 @@ func TestDashboardSchedules(t *testing.T) {
 	d.setInput(t, `[data-field="cron"]`, "0 3 * * *")
 	d.setInput(t, `[data-field="time_zone"]`, "Europe/Paris")
 	d.run(t, sendKeys(`[data-field="jitter"]`, "5s"))
+	d.run(t, sendKeys(`[data-field="catchup_window"]`, "2h"))
 	d.click(t, `[data-action="create-schedule"]`)
 	row := `[data-testid="schedules"] tr[data-id="nightly"]`
 	d.visible(t, row+` [data-testid="sched-state"][data-state="active"]`)
@@ -35,6 +36,7 @@ func TestDashboardSchedules(t *testing.T) {
 		Cron     string `json:"cron"`
 		TimeZone string `json:"time_zone"`
 		Jitter   string `json:"jitter"`
+		Catchup  string `json:"catchup_window"`
 		Paused   bool   `json:"paused"`
 		Workflow struct {
 			Plan struct {
@@ -43,7 +45,7 @@ func TestDashboardSchedules(t *testing.T) {
 		} `json:"workflow"`
 	}
 	if st := d.call(t, http.MethodGet, "/v1/schedules/nightly", acmeClient, nil, &sp); st != http.StatusOK ||
-		sp.Cron != "0 3 * * *" || sp.TimeZone != "Europe/Paris" || sp.Jitter != "5s" || len(sp.Workflow.Plan.Steps) != 1 {
+		sp.Cron != "0 3 * * *" || sp.TimeZone != "Europe/Paris" || sp.Jitter != "5s" || sp.Catchup != "2h" || len(sp.Workflow.Plan.Steps) != 1 {
 		t.Fatalf("schedule as created from the form: %d %+v", st, sp)
 	}
 

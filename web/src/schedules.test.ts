@@ -3,9 +3,9 @@ import { emptyForm, field, runsHref, scheduleRequest, timing, until } from './sc
 
 describe('schedules', () => {
   it('make a cron request, leaving out what is empty', () => {
-    const r = scheduleRequest({ ...emptyForm, id: ' digest ', cron: '0 8 * * mon-fri', timeZone: 'Europe/Paris', jitter: '30s', overlap: 'buffer_one', query: 'summarise' });
+    const r = scheduleRequest({ ...emptyForm, id: ' digest ', cron: '0 8 * * mon-fri', timeZone: 'Europe/Paris', jitter: '30s', catchup: ' 1h ', overlap: 'buffer_one', query: 'summarise' });
     expect(r.problems).toEqual([]);
-    expect(r.body).toEqual({ schedule_id: 'digest', cron: '0 8 * * mon-fri', time_zone: 'Europe/Paris', jitter: '30s', overlap: 'buffer_one', workflow: { query: 'summarise' } });
+    expect(r.body).toEqual({ schedule_id: 'digest', cron: '0 8 * * mon-fri', time_zone: 'Europe/Paris', jitter: '30s', catchup_window: '1h', overlap: 'buffer_one', workflow: { query: 'summarise' } });
   });
   it('make an interval request with a plan, never a time zone', () => {
     const r = scheduleRequest({ ...emptyForm, id: 'x', timing: 'every', every: '1h', timeZone: 'UTC', cron: '* * * * *', what: 'plan', plan: '{"steps":[]}', paused: true });
@@ -19,6 +19,7 @@ describe('schedules', () => {
   it('place the API\'s problems by pointer', () => {
     expect(field('/cron')).toBe('cron');
     expect(field('/time_zone')).toBe('timeZone');
+    expect(field('/catchup_window')).toBe('catchup');
     expect(field('/workflow/plan/steps/0/capability')).toBe('plan');
     expect(field('/workflow/metadata/schedule_id')).toBe('form');
     expect(field(undefined)).toBe('form');

@@ -19,6 +19,7 @@ export interface Schedule {
   every?: string;
   time_zone?: string;
   jitter?: string;
+  catchup_window?: string;
   overlap: Overlap;
   paused: boolean;
   note?: string;
@@ -33,6 +34,7 @@ export interface Schedule {
     canceled: number;
     last_fire_at?: string;
     last_slot?: string;
+    last_scheduled?: string;
     last_workflow_id?: string;
     last_started_at?: string;
     last_skip?: string;
@@ -50,6 +52,7 @@ export interface Form {
   every: string;
   timeZone: string;
   jitter: string;
+  catchup: string;
   overlap: Overlap;
   paused: boolean;
   what: 'query' | 'plan';
@@ -58,7 +61,7 @@ export interface Form {
 }
 
 export const emptyForm: Form = {
-  id: '', timing: 'cron', cron: '', every: '', timeZone: '', jitter: '', overlap: 'skip', paused: false,
+  id: '', timing: 'cron', cron: '', every: '', timeZone: '', jitter: '', catchup: '', overlap: 'skip', paused: false,
   what: 'query', query: '', plan: '{\n  "steps": [\n    {"id": "hello", "capability": "echo", "input": {"text": "hello"}}\n  ]\n}',
 };
 
@@ -74,6 +77,7 @@ export function scheduleRequest(f: Form): { body?: Record<string, unknown>; prob
     if (f.timeZone.trim()) body.time_zone = f.timeZone.trim();
   } else if (f.every.trim()) body.every = f.every.trim();
   if (f.jitter.trim()) body.jitter = f.jitter.trim();
+  if (f.catchup.trim()) body.catchup_window = f.catchup.trim();
   body.overlap = f.overlap;
   if (f.paused) body.paused = true;
   if (f.what === 'query') {
@@ -96,6 +100,7 @@ export function field(pointer?: string): keyof Form | 'form' {
   if (p === '/every') return 'every';
   if (p === '/time_zone') return 'timeZone';
   if (p === '/jitter') return 'jitter';
+  if (p === '/catchup_window') return 'catchup';
   if (p === '/overlap') return 'overlap';
   if (p === '/workflow/query') return 'query';
   if (p.startsWith('/workflow/plan')) return 'plan';

@@ -219,6 +219,11 @@ function CreateForm({ onClose, onCreated }: { onClose: () => void; onCreated: ()
           <label for="s-jitter" class="gap">Jitter <span class="muted">(optional)</span></label>
           <input id="s-jitter" class="mono" value={f.jitter} placeholder="30s" onInput={text('jitter')} data-field="jitter" />
           {at('jitter')}
+          <label for="s-catchup" class="gap" title="slots no server fired (all down past them) are still started when the schedule fires again, this far back">
+            Catch-up window <span class="muted">(optional)</span>
+          </label>
+          <input id="s-catchup" class="mono" value={f.catchup} placeholder="1h" onInput={text('catchup')} data-field="catchup_window" />
+          {at('catchup')}
         </div>
       </div>
       <div class="tabs" role="tablist">
