@@ -261,11 +261,12 @@ func TestConcurrencyGauges(t *testing.T) {
 	}
 	env := flowStack(t, 4, orchestrator.Config{Metrics: m, ScanInterval: 50 * time.Millisecond})
 	key := &events.Concurrency{Key: "k", Limit: 1}
-	submit(t, env.Bus, "acme", "first", keyed(1500, key))
+	submit(t, env.Bus, "acme", "first", keyed(60_000, key)) // runs until canceled below
+	waitRunning(t, env.Bus, "acme", "first")                // so that second waits for it
 	submit(t, env.Bus, "acme", "second", keyed(10, key))
 	await := func(waiting, running float64) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(20 * time.Second) // scan passes under make test's load
 		for {
 			w, wok := gauge(t, reg, "agentbus_orchestrator_concurrency_waiting_workflows")
 			r, rok := gauge(t, reg, "agentbus_orchestrator_concurrency_running_workflows")
@@ -279,6 +280,9 @@ func TestConcurrencyGauges(t *testing.T) {
 		}
 	}
 	await(1, 1)
+	if res := control(t, env.Bus, "acme", "first", events.Control{Action: events.ActionCancel}); !res.Applied {
+		t.Fatalf("cancel of first: %+v", res)
+	}
 	collect(t, env.Bus, "acme", "second")
 	await(0, 0)
 }
