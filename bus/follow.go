@@ -285,7 +285,19 @@ func (b *Bus) LastRecord(ctx context.Context, tenant, workflow string) (Record, 
 	}
 	m, err := s.GetLastMsgForSubject(ctx, subj)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return Record{}, nil
+		// A direct get, which a replica still catching up after a
+		// restart may answer: "none" is asked again of the leader
+		// (a replay told its events expired when they had not: make
+		// chaos on a --compress-streams store).
+		lm, lerr := leaderGet(ctx, b.nc, subjects.StreamEvents, map[string]any{"last_by_subj": subj})
+		if errors.Is(lerr, errNoMsg) {
+			return Record{}, nil
+		}
+		if lerr != nil {
+			return Record{}, fmt.Errorf("bus: last event of %s: %w", subj, lerr)
+		}
+		m = &jetstream.RawStreamMsg{Subject: lm.Subject, Sequence: lm.Seq, Header: lm.Header, Data: lm.Data}
+		err = nil
 	}
 	if err != nil {
 		return Record{}, fmt.Errorf("bus: last event of %s: %w", subj, err)

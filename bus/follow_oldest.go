@@ -27,7 +27,16 @@ func (b *Bus) OldestOffset(ctx context.Context, tenant, workflow string) (uint64
 	// from its per-subject index, without a scan.
 	m, err := s.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subj))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
+		// Maybe a direct get answered by a replica still catching up:
+		// "none" is asked again of the leader (LastRecord).
+		lm, lerr := leaderGet(ctx, b.nc, subjects.StreamEvents, map[string]any{"seq": 1, "next_by_subj": subj})
+		if errors.Is(lerr, errNoMsg) {
+			return 0, nil
+		}
+		if lerr != nil {
+			return 0, fmt.Errorf("bus: oldest event of %s: %w", subj, lerr)
+		}
+		return lm.Seq, nil
 	}
 	if err != nil {
 		return 0, fmt.Errorf("bus: oldest event of %s: %w", subj, err)

@@ -2,7 +2,6 @@ package bus
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -152,43 +151,17 @@ func (s *KV) GetFresh(ctx context.Context, key string) (Entry, error) {
 // leader ($JS.API.STREAM.MSG.GET, never a direct get).
 func (s *KV) getFromLeader(ctx context.Context, key string) (Entry, error) {
 	s.ops.read()
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
+	m, err := leaderGet(ctx, s.nc, "KV_"+s.bucket, map[string]any{"last_by_subj": "$KV." + s.bucket + "." + key})
+	if errors.Is(err, errNoMsg) {
+		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, key)
 	}
-	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + s.bucket + "." + key})
-	m, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+s.bucket, req)
 	if err != nil {
 		return Entry{}, fmt.Errorf("bus: key %s: %w", key, err)
 	}
-	var resp struct {
-		Message *struct {
-			Seq  uint64 `json:"seq"`
-			Hdrs []byte `json:"hdrs"`
-			Data []byte `json:"data"`
-		} `json:"message"`
-		Error *jetstream.APIError `json:"error"`
-	}
-	if err := json.Unmarshal(m.Data, &resp); err != nil {
-		return Entry{}, fmt.Errorf("bus: key %s: %w", key, err)
-	}
-	switch {
-	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" || m.Header.Get(jetstream.MarkerReasonHeader) != "" {
 		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, key)
-	case resp.Error != nil:
-		return Entry{}, fmt.Errorf("bus: key %s: %w", key, resp.Error)
-	case resp.Message == nil:
-		return Entry{}, fmt.Errorf("bus: key %s: empty answer %q", key, m.Data)
 	}
-	if len(resp.Message.Hdrs) > 0 {
-		if h, err := nats.DecodeHeadersMsg(resp.Message.Hdrs); err == nil {
-			if op := h.Get("KV-Operation"); op == "DEL" || op == "PURGE" || h.Get(jetstream.MarkerReasonHeader) != "" {
-				return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, key)
-			}
-		}
-	}
-	return Entry{Key: key, Value: resp.Message.Data, Revision: resp.Message.Seq}, nil
+	return Entry{Key: key, Value: m.Data, Revision: m.Seq}, nil
 }
 
 // Create stores key only if it does not exist.
