@@ -521,3 +521,14 @@ func (b *Bus) Epoch(ctx context.Context) (string, error) {
 	}
 	return s.CachedInfo().Config.Metadata[EpochKey], nil
 }
+
+// Compressed reports whether stream's store is S2-compressed, as the
+// servers hold it (whatever this process's StreamsConfig says: a store
+// provisioned without compression keeps it until --update-streams).
+func (b *Bus) Compressed(ctx context.Context, stream string) (bool, error) {
+	s, err := b.js.Stream(ctx, stream)
+	if err != nil {
+		return false, fmt.Errorf("bus: stream %s: %w", stream, err)
+	}
+	return s.CachedInfo().Config.Compression == jetstream.S2Compression, nil
+}

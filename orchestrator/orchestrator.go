@@ -132,7 +132,9 @@ type Config struct {
 	// PlainCheckpoints stores checkpoints as plain JSON, readable with
 	// `nats kv get`, instead of compressed against the workflow
 	// package's dictionary (workflow/codec.go): about six times the
-	// bytes. Readers take either, whatever this says.
+	// bytes. Readers take either, whatever this says. It is set when the
+	// servers S2-compress the checkpoints bucket (--compress-streams),
+	// which compresses plain revisions better.
 	PlainCheckpoints bool
 	// FlowWindow is how many step requests may wait for a busy
 	// capability's workers per worker slot before new ones wait for
@@ -300,6 +302,15 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	kv, err := cfg.Bus.KV(ctx, subjects.BucketCheckpoints)
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	// A bucket the servers S2-compress stores plain revisions in less
+	// than zstd frames (it compresses across them): the store decides,
+	// not the flag (a store provisioned before --compress-streams stays
+	// uncompressed until --update-streams).
+	if !cfg.PlainCheckpoints {
+		if cfg.PlainCheckpoints, err = cfg.Bus.Compressed(ctx, "KV_"+subjects.BucketCheckpoints); err != nil {
+			return nil, fmt.Errorf("orchestrator: %w", err)
+		}
 	}
 	ctl, err := cfg.Bus.KV(ctx, subjects.BucketControl)
 	if err != nil {

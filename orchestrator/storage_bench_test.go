@@ -24,7 +24,6 @@ import (
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/orchestrator"
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -83,9 +82,9 @@ func BenchmarkStorage(b *testing.B) {
 func benchStorage(b *testing.B, n int, plan func() *events.Plan) {
 	compress := os.Getenv("AGENTBUS_STORAGE_COMPRESS") == "1"
 	env := bustest.NewWithOptions(b, bustest.Options{Streams: bus.StreamsConfig{Compress: compress}})
-	// As the command line does: with the streams compressed, checkpoints
-	// are stored plain (S2 compresses them across revisions better).
-	s := startWith(b, env, orchestrator.Config{PlainCheckpoints: compress})
+	// With the streams compressed the orchestrator stores plain
+	// checkpoints (S2 compresses them across revisions better).
+	s := startOn(b, env)
 	run := func(wf string) {
 		submit(b, s.env.Bus, "default", wf, events.WorkflowSubmitted{Plan: plan()})
 		if end := last(b, collect(b, s.env.Bus, "default", wf)); end.Type != events.TypeComplete {

@@ -79,7 +79,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.flowControl, "flow-control", true, "share a busy capability fairly among tenants (and by priority within one): "+
 		"steps wait in AGENTBUS_QUEUE for a fair turn instead of queueing behind every earlier step; false dispatches every step at once")
 	cmd.Flags().BoolVar(&f.plainCheckpoints, "plain-checkpoints", false, "store checkpoints as plain JSON (readable with nats kv get) "+
-		"instead of zstd-compressed against the dictionary agentbus ships: about six times the bytes; readers take either; implied by --compress-streams, whose S2 compresses plain revisions better")
+		"instead of zstd-compressed against the dictionary agentbus ships: about six times the bytes; readers take either; chosen anyway when the servers S2-compress the bucket (--compress-streams), which compresses plain revisions better")
 	cmd.Flags().Float64Var(&f.flowWindow, "flow-window", 1, "step requests that may wait for a busy capability's workers, per worker slot, "+
 		"before new ones wait for admission: smaller is fairer to a tenant behind another's backlog, larger parks less work (cheaper)")
 	cmd.Flags().StringVar(&f.maxInFlight, "max-in-flight", "", "bound a tenant's steps of a capability waiting for or held by a worker at once, "+

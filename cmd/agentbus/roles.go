@@ -81,9 +81,6 @@ func newOrchestrator() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// S2 on the bucket compresses plain JSON across revisions
-			// better than zstd frames each on its own (README, Storage).
-			cfg.PlainCheckpoints = cfg.PlainCheckpoints || f.streams.compress
 			emb, err := ef.embedder()
 			if err != nil {
 				return err

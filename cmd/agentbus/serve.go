@@ -219,13 +219,7 @@ func (f serveFlags) config(ctx context.Context, server broker.Config, log *slog.
 			d.b = b
 			return f.worker.worker(ctx, d)
 		},
-		OrchestratorFrom: func(_ context.Context, b *bus.Bus) (orchestrator.Config, error) {
-			cfg, err := f.plan.config(b, log)
-			// S2 on the bucket compresses plain JSON across revisions
-			// better than zstd frames each on its own (README, Storage).
-			cfg.PlainCheckpoints = cfg.PlainCheckpoints || f.streams.compress
-			return cfg, err
-		},
+		OrchestratorFrom: func(_ context.Context, b *bus.Bus) (orchestrator.Config, error) { return f.plan.config(b, log) },
 		// One registry, with the workers' embedder, discovers for the
 		// orchestrator and the gateway.
 		Registry: discovery.Config{Embedder: d.embedder},
