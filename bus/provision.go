@@ -266,6 +266,9 @@ func (b *Bus) Provision(ctx context.Context, cfg StreamsConfig) error {
 		cancel()
 		if err == nil {
 			b.awaitCurrent(ctx, scaled, cfg.Replicas)
+			if cfg.Compress {
+				b.log.Warn("streams S2-compressed (--compress-streams): nats-server 2.15.2 can leave compressed blocks it cannot read after a kill -9 (\"s2: unsupported input\"); see the README, Compression")
+			}
 			return nil
 		}
 		if !transient(err) || ctx.Err() != nil {

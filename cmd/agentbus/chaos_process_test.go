@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -414,6 +416,16 @@ func TestClusterChaos(t *testing.T) {
 		r.c = startServeCluster(t, args...)
 	}
 	c := r.c
+	if dir := os.Getenv("AGENTBUS_CHAOS_LOGS"); dir != "" {
+		// Kept whether the run passes or fails (t.Fatal included).
+		t.Cleanup(func() {
+			for k, out := range r.logs() {
+				if err := os.WriteFile(fmt.Sprintf("%s/chaos-%d.log", dir, k), []byte(out), 0o644); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
 	var faults []fault
 	for k := range set.faults {
 		f := fault{kind: "kill", node: rng.IntN(3), out: time.Duration(1+rng.IntN(3)) * time.Second}
@@ -483,25 +495,12 @@ func TestClusterChaos(t *testing.T) {
 	}
 	clients.Wait()
 	awaitCompleted(t, c, ids)
-	for _, id := range ids {
-		c.checkWorkflow(t, id, nil)
-	}
+	checkAll(t, c, ids)
 	for _, refusal := range r.refused {
 		t.Errorf("refused while two nodes were up: %s", refusal)
 	}
 	counts := map[string]int{}
-	logs := r.past
-	for _, n := range c.nodes {
-		logs = append(logs, n.p.output())
-	}
-	if dir := os.Getenv("AGENTBUS_CHAOS_LOGS"); dir != "" {
-		for k, out := range logs {
-			if err := os.WriteFile(fmt.Sprintf("%s/chaos-%d.log", dir, k), []byte(out), 0o644); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	for _, out := range logs {
+	for _, out := range r.logs() {
 		for _, m := range chaosRecoveries.FindAllStringSubmatch(out, -1) {
 			counts[m[1]]++
 		}
@@ -554,4 +553,54 @@ func startProxiedCluster(t *testing.T, proxies *[3][3]*tcpProxy, extra ...string
 	}
 	c.start(t)
 	return c
+}
+
+// logs is the output of every serve process of the run: those killed,
+// then the live ones.
+func (r *chaosRun) logs() []string {
+	logs := slices.Clone(r.past)
+	for _, n := range r.c.nodes {
+		logs = append(logs, n.p.output())
+	}
+	return logs
+}
+
+// checkAll checks every workflow (checkWorkflow) within an overall
+// deadline, 2 minutes, where a healthy run takes seconds: a check phase
+// that crawls fails, naming its slowest checks, rather than running on.
+// (A compressed soak once crawled here for more than 7 minutes.)
+func checkAll(t *testing.T, c *serveCluster, ids []string) {
+	t.Helper()
+	type took struct {
+		id string
+		d  time.Duration
+	}
+	var slow []took
+	start := time.Now()
+	report := func() string {
+		sort.Slice(slow, func(i, j int) bool { return slow[i].d > slow[j].d })
+		var b strings.Builder
+		for k, s := range slow[:min(len(slow), 10)] {
+			if k > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s %s", s.id, s.d.Round(time.Millisecond))
+		}
+		return b.String()
+	}
+	for k, id := range ids {
+		if time.Since(start) > 2*time.Minute {
+			if os.Getenv("AGENTBUS_CHAOS_HOLD") == "1" {
+				t.Logf("holding the cluster for 20 minutes: %v", c.live())
+				time.Sleep(20 * time.Minute)
+			}
+			t.Fatalf("checked %d of %d workflows in %s; slowest checks: %s", k, len(ids), time.Since(start).Round(time.Second), report())
+		}
+		at := time.Now()
+		c.checkWorkflow(t, id, nil)
+		if d := time.Since(at); d > 500*time.Millisecond {
+			slow = append(slow, took{id, d})
+		}
+	}
+	t.Logf("checked %d workflows in %s; checks over 500 ms: %d (%s)", len(ids), time.Since(start).Round(time.Millisecond), len(slow), report())
 }

@@ -203,7 +203,17 @@ func (c *serveCluster) replay(t *testing.T, id string) []events.Frame {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var out []events.Frame
-	if _, err := newClient(c.live()[0], "default").follow(ctx, id, 0, func(f events.Frame) error {
+	start, first := time.Now(), time.Duration(0)
+	u := c.live()[0]
+	defer func() {
+		if d := time.Since(start); d > time.Second {
+			t.Logf("replay %s from %s took %s, its first event after %s, %d events", id, u, d.Round(time.Millisecond), first.Round(time.Millisecond), len(out))
+		}
+	}()
+	if _, err := newClient(u, "default").follow(ctx, id, 0, func(f events.Frame) error {
+		if len(out) == 0 {
+			first = time.Since(start)
+		}
 		out = append(out, f)
 		return nil
 	}); err != nil {

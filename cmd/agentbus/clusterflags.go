@@ -26,7 +26,7 @@ func (f *streamFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.replicas, "replicas", 1, "JetStream replicas of every stream and bucket, 1 to 5 (3 on a three-server cluster; serve with --routes defaults to 3)")
 	fl.DurationVar(&f.sessionTTL, "session-ttl", bus.DefaultSessionTTL, "how long a conversation session is kept after its newest turn (bucket AGENTBUS_SESSIONS, when this process provisions it)")
 	fl.BoolVar(&f.updateStreams, "update-streams", false, "change the replicas of existing streams and buckets in place to --replicas (without it a difference is reported and the process stops), and with --compress-streams compress the checkpoints and events of a store provisioned without it (from each server's next restart)")
-	fl.BoolVar(&f.compress, "compress-streams", false, "store the checkpoints bucket and the events stream S2-compressed (about a fifth of the bytes at rest; checkpoints are then stored plain); off by default: on nats-server 2.15.2 make chaos saw reads fail after kill -9 with it (README, Compression)")
+	fl.BoolVar(&f.compress, "compress-streams", false, "store the checkpoints bucket and the events stream S2-compressed (about a fifth of the bytes at rest; checkpoints are then stored plain); off by default and unsafe where servers can be killed: nats-server 2.15.2 can leave compressed blocks it cannot read after a kill -9 (README, Compression)")
 }
 
 // config is the bus's streams configuration, events kept for maxAge.
