@@ -105,6 +105,5 @@ func ExampleClient_Submit() {
 	// status review working
 	// artifact review
 	// status review completed 2 of 2
-	// status workflow completed
 	// complete 2 outputs
 }

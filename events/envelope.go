@@ -29,8 +29,10 @@ const (
 	// NATS binding maps every attribute (binary mode, 3.1.3.1); the CloudEvents
 	// SDK reads it from here, not from Content-Type.
 	HeaderDataContentType = "ce-datacontenttype"
-	// HeaderContentType is written too, for clients written against the
-	// wire before ce-datacontenttype was; either is checked on the way in.
+	// HeaderContentType is accepted on the way in (either it or
+	// ce-datacontenttype is checked), as agents in other languages write
+	// it; Encode no longer writes it (since November 2026): the
+	// CloudEvents SDK does not, and it was 32 bytes of every stored event.
 	HeaderContentType = "Content-Type"
 	ContentTypeJSON   = "application/json"
 	SpecVersion       = "1.0"
@@ -105,7 +107,7 @@ type Message struct {
 }
 
 // encodedHeaders is the most headers Encode writes.
-const encodedHeaders = 12
+const encodedHeaders = 11
 
 // Encode checks e as the CloudEvents SDK would (validAttributes) and
 // returns it in binary content mode: attributes as ce- headers, data as
@@ -134,7 +136,6 @@ func Encode(e Envelope) (Message, error) {
 	set(HeaderID, e.ID)
 	set(HeaderSource, e.Source)
 	set(HeaderType, string(e.Type))
-	set(HeaderContentType, ContentTypeJSON)
 	set(HeaderDataContentType, ContentTypeJSON)
 	set(HeaderTenant, e.TenantID)
 	if !e.Time.IsZero() {

@@ -314,7 +314,6 @@ func TestEncodeHeaders(t *testing.T) {
 		"ce-source":          {in.Source},
 		"ce-type":            {string(events.TypeStatus)},
 		"ce-time":            {"2025-01-02T03:04:05.000000006Z"},
-		"Content-Type":       {"application/json"},
 		"ce-datacontenttype": {"application/json"},
 		"ce-tenantid":        {"acme"},
 		"ce-workflowid":      {"wf-42"},
@@ -639,7 +638,7 @@ func TestDedupKeys(t *testing.T) {
 	if got, want := events.StepKey("acme", "wf1", "search", 2), "acme/wf1/search/2"; got != want {
 		t.Errorf("StepKey = %q, want %q", got, want)
 	}
-	if got, want := events.EventKey("acme", "wf1", 7), "acme/wf1/event/7"; got != want {
+	if got, want := events.EventKey("acme", "wf1", 7), "acme/wf1/7"; got != want {
 		t.Errorf("EventKey = %q, want %q", got, want)
 	}
 

@@ -34,13 +34,12 @@ func ExampleEncode() {
 	fmt.Printf("%s\n", msg.Data)
 	// Output:
 	// ce-datacontenttype: application/json
-	// ce-id: acme/wf-42/event/3
+	// ce-id: acme/wf-42/3
 	// ce-source: /agentbus/orchestrator
 	// ce-specversion: 1.0
 	// ce-tenantid: acme
 	// ce-time: 2025-03-14T15:09:26Z
 	// ce-type: io.agentbus.workflow.status.v1
 	// ce-workflowid: wf-42
-	// Content-Type: application/json
 	// {"state":"working"}
 }

@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -56,7 +57,11 @@ func StepKey(tenant, workflow, step string, attempt int) string {
 	return fmt.Sprintf("%s/%s/%s/%d", tenant, workflow, step, attempt)
 }
 
-// EventKey is the dedup key of a workflow's n-th client event.
+// EventKey is the dedup key (and ce-id) of a workflow's n-th client
+// event: "<tenant>/<workflow>/<n>". Until November 2026 it was
+// "<tenant>/<workflow>/event/<n>"; an outbox stored then keeps its keys,
+// so a republished event is still recognised. Three parts, where a step's
+// key (StepKey) has four.
 func EventKey(tenant, workflow string, n int) string {
-	return fmt.Sprintf("%s/%s/event/%d", tenant, workflow, n)
+	return tenant + "/" + workflow + "/" + strconv.Itoa(n)
 }

@@ -308,9 +308,11 @@ type Error struct {
 // Complete is the data of TypeComplete: every step's output by step id, and
 // the result (the output of the plan's sink steps).
 type Complete struct {
-	Result     json.RawMessage            `json:"result"`
-	Outputs    map[string]json.RawMessage `json:"outputs"`
-	DurationMS float64                    `json:"duration_ms"`
+	Result  json.RawMessage            `json:"result"`
+	Outputs map[string]json.RawMessage `json:"outputs"`
+	// Partial is set when optional steps failed: their outputs are null.
+	Partial    bool    `json:"partial,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
 	// Usage is what the workflow's steps spent on models, when they
 	// called any.
 	Usage *Usage `json:"usage,omitempty"`

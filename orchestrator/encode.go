@@ -38,5 +38,9 @@ func (o *Orchestrator) store(cp *workflow.Checkpoint) ([]byte, error) {
 		return nil, err
 	}
 	*buf = js
+	if cp.Status.Terminal() {
+		// Kept for days, written once or twice: smaller at more CPU.
+		return workflow.CompressFinalCheckpoint(make([]byte, 0, len(js)/4+64), js)
+	}
 	return workflow.CompressCheckpoint(make([]byte, 0, len(js)/4+64), js)
 }

@@ -40,6 +40,7 @@ func Apply(cp *Checkpoint, in Input, now time.Time, p Policy) (Effects, error) {
 	if cp == nil || in == nil {
 		return Effects{}, errors.New("workflow: Apply needs a checkpoint and an input")
 	}
+	now = Clock(now)
 	if p.MaxLost <= 0 {
 		p.MaxLost = DefaultMaxLost
 	}

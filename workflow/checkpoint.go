@@ -228,6 +228,7 @@ type Start struct {
 // New returns the checkpoint of a workflow submitted at now, in phase
 // planning: the state Planned, Forked and Malformed apply to.
 func New(s Start, now time.Time) *Checkpoint {
+	now = Clock(now)
 	return &Checkpoint{
 		TenantID: s.TenantID, WorkflowID: s.WorkflowID, Query: s.Query, Status: events.StateSubmitted,
 		Tasks: map[string]*Task{}, CreatedAt: now, UpdatedAt: now, Phase: PhasePlanning,
@@ -337,3 +338,9 @@ func (cp *Checkpoint) EffectivePriority() int {
 func (cp *Checkpoint) OverBudget() bool {
 	return cp.Budget != nil && cp.Budget.Tokens > 0 && !cp.BudgetLifted && cp.Usage.Tokens() >= cp.Budget.Tokens
 }
+
+// Clock is the time the engine keeps: UTC, to the microsecond, without
+// a monotonic reading. Every timestamp of a checkpoint and its events
+// comes from it; nanoseconds were three digits of noise in each, stored
+// in every revision and event (ce-time).
+func Clock(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"math"
 	"time"
 
 	"github.com/agentbus/agentbus/events"
@@ -41,13 +42,14 @@ func (cp *Checkpoint) measure(now time.Time, final bool) {
 			last = *t.CompletedAt
 		}
 	}
+	l.QueueMS = roundMS(l.QueueMS) // a sum: 8.514000000000001 otherwise
 	start := cp.CreatedAt.Add(time.Duration(l.PlanningMS * float64(time.Millisecond)))
 	if !last.IsZero() {
 		l.ActionMS = msBetween(start, last)
 	}
 	if final {
 		l.EndToEndMS = msBetween(cp.CreatedAt, now)
-		l.ActionMS = min(max(l.ActionMS, 0), l.EndToEndMS-l.PlanningMS)
+		l.ActionMS = roundMS(min(max(l.ActionMS, 0), l.EndToEndMS-l.PlanningMS))
 	}
 }
 
@@ -69,3 +71,8 @@ func (cp *Checkpoint) latency() events.PhaseLatency {
 func msBetween(a, b time.Time) float64 {
 	return max(float64(b.Sub(a).Microseconds())/1000, 0)
 }
+
+// roundMS rounds milliseconds to the microsecond, as msBetween measures
+// them: sums and differences of such figures are not exact in binary, and
+// their noise cost bytes in every checkpoint and complete event.
+func roundMS(ms float64) float64 { return math.Round(ms*1000) / 1000 }

@@ -176,7 +176,7 @@ func (x *tx) dispatchStages() (bool, error) {
 			t.Since = t.Attempt
 			msg := "dispatched to " + t.Capability
 			if x.p.Park[t.Capability] {
-				msg = fmt.Sprintf("dispatched to %s (busy: queued for a fair turn, priority %d)", t.Capability, x.cp.EffectivePriority())
+				msg = fmt.Sprintf("dispatched to %s (busy: queued, priority %d)", t.Capability, x.cp.EffectivePriority())
 			}
 			if err := x.emit(events.TypeStatus, s.ID, events.Status{State: events.StateWorking, StepID: s.ID, Message: msg}); err != nil {
 				return false, err
@@ -336,16 +336,12 @@ func (x *tx) complete() error {
 	}
 	x.setStatus(events.StateCompleted, PhaseDone, CauseAdvance)
 	cp.Result = result
-	msg := "workflow completed"
-	if partial {
-		msg = "workflow completed with partial results: optional steps failed"
-	}
-	if err := x.emit(events.TypeStatus, "", events.Status{State: events.StateCompleted, Message: msg}); err != nil {
-		return err
-	}
 	cp.measure(x.now, true)
+	// The complete event alone says the workflow completed: until
+	// November 2026 a status event (completed, no step) said it first,
+	// which doubled the end of every log (about 560 stored bytes).
 	return x.emit(events.TypeComplete, "", events.Complete{
-		Result: result, Outputs: outputs, DurationMS: cp.EndToEndMS, PhaseLatency: cp.latency(), Usage: usage,
+		Result: result, Outputs: outputs, Partial: partial, DurationMS: cp.EndToEndMS, PhaseLatency: cp.latency(), Usage: usage,
 	})
 }
 

@@ -60,7 +60,11 @@ func formatFrame(f events.Frame) string {
 	case "complete":
 		var c events.Complete
 		_ = json.Unmarshal(f.Data, &c)
-		gist = fmt.Sprintf("in %.1f ms\n%s", c.DurationMS, indent(c.Result))
+		partial := ""
+		if c.Partial {
+			partial = ", with partial results: optional steps failed"
+		}
+		gist = fmt.Sprintf("in %.1f ms%s\n%s", c.DurationMS, partial, indent(c.Result))
 	default:
 		gist = string(f.Data)
 	}

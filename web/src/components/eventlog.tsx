@@ -81,7 +81,7 @@ export function summary(f: Frame): string {
     case 'artifact':
       return `${d.name ?? d.artifact_id ?? 'artifact'}${d.append ? ' +' : ''}: ${typeof d.data === 'string' ? d.data : JSON.stringify(d.data)}`;
     case 'complete':
-      return 'workflow complete';
+      return d.partial ? 'workflow complete, with partial results: optional steps failed' : 'workflow complete';
     case 'error':
       return d.message ?? d.error ?? JSON.stringify(d);
     case 'cancelled':
