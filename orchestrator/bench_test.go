@@ -13,7 +13,9 @@ import (
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/orchestrator"
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -104,6 +106,20 @@ func BenchmarkWorkflowsParallel(b *testing.B) { benchParallel(b, startStack(b), 
 // BenchmarkWorkflowsParallel64 is BenchmarkWorkflowsParallel with 64
 // workflows at a time.
 func BenchmarkWorkflowsParallel64(b *testing.B) { benchParallel(b, startStack(b), 64) }
+
+// BenchmarkWorkflowsUnparked is BenchmarkWorkflowsParallel and
+// BenchmarkWorkflowsParallel64 with a flow-control window (FlowWindow) of
+// 8 requests per worker slot instead of 1, so that no step waits for
+// admission: at 16 in flight the default window (one echo worker, 8
+// slots) sits at the threshold, and whether a run parks steps decides
+// most of its speed. This is what parking costs.
+func BenchmarkWorkflowsUnparked(b *testing.B) {
+	for _, n := range []int{16, 64} {
+		b.Run(fmt.Sprintf("inflight-%d", n), func(b *testing.B) {
+			benchParallel(b, startWith(b, bustest.New(b), orchestrator.Config{FlowWindow: 8}), n)
+		})
+	}
+}
 
 // benchParallel runs 10-step chains on s, parallel workflows at a time,
 // and reports steps/s and workflows/s.
