@@ -176,7 +176,10 @@ func (x *tx) dispatchStages() (bool, error) {
 			t.Since = t.Attempt
 			msg := "dispatched to " + t.Capability
 			if x.p.Park[t.Capability] {
-				msg = fmt.Sprintf("dispatched to %s (busy: queued, priority %d)", t.Capability, x.cp.EffectivePriority())
+				msg = "dispatched to " + t.Capability + " (busy: queued)"
+				if p := x.cp.EffectivePriority(); p != 0 {
+					msg = fmt.Sprintf("dispatched to %s (busy: queued, priority %d)", t.Capability, p)
+				}
 			}
 			if err := x.emit(events.TypeStatus, s.ID, events.Status{State: events.StateWorking, StepID: s.ID, Message: msg}); err != nil {
 				return false, err
