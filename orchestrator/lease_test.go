@@ -447,3 +447,90 @@ func TestWatchdogTimerOutlivesAServerRestart(t *testing.T) {
 	o, _ = startOrchestrator(t, env, watchdogOnly)
 	completedOnce(t, o, wf, collect(t, env.Bus, "default", wf), map[string]int{"A": 2})
 }
+
+// An outbox stored by an orchestrator from before November 2026, whose
+// event ids were "<tenant>/<workflow>/event/<n>", and partly published
+// before that orchestrator died, is published again by a new one with the
+// ids it was stored with: the event already stored is stored once, and the
+// workflow's later events take the new ids.
+func TestOutboxFromBeforeTheEventKeyChange(t *testing.T) {
+	t.Parallel() // waits on leases, not on the CPU
+	first := bustest.New(t)
+	served(t, first, "echo")
+	o1, _ := startOrchestrator(t, first, orchestrator.Config{StepLease: -1})
+	const wf = "upgraded"
+	submit(t, first.Bus, "default", wf, events.WorkflowSubmitted{Plan: diamond()})
+	checkpointWhen(t, o1, wf, "created", func(*engine.Checkpoint) bool { return true })
+	revs, err := o1.History(context.Background(), "default", wf)
+	if err != nil || len(revs) == 0 || len(revs[0].Checkpoint.Outbox) == 0 {
+		t.Fatalf("History = %d revisions, %v; want the first with its outbox", len(revs), err)
+	}
+	cp := revs[0].Checkpoint
+	prefix := "default/" + wf + "/"
+	var oldEvent *engine.Outgoing
+	for i := range cp.Outbox {
+		o := &cp.Outbox[i]
+		if n, ok := strings.CutPrefix(o.MsgID, prefix); ok && !strings.Contains(n, "/") {
+			o.MsgID = prefix + "event/" + n
+			if oldEvent == nil {
+				oldEvent = o
+			}
+		}
+	}
+	if oldEvent == nil {
+		t.Fatalf("no event in the first outbox: %+v", cp.Outbox)
+	}
+	created, _ := json.Marshal(cp)
+
+	env := bustest.New(t)
+	kv, err := env.Bus.KV(context.Background(), subjects.BucketCheckpoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := subjects.CheckpointKey("default", wf)
+	if _, err := kv.Create(context.Background(), key, created); err != nil {
+		t.Fatal(err)
+	}
+	// The old orchestrator got as far as its first event.
+	e, err := events.New(oldEvent.Type, oldEvent.MsgID, events.SourceOrchestrator, "default", wf, oldEvent.StepID, oldEvent.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Bus.Publish(context.Background(), oldEvent.Subject, e, oldEvent.MsgID); err != nil {
+		t.Fatal(err)
+	}
+	startEcho(t, env)
+	o, _ := startOrchestrator(t, env, orchestrator.Config{StepLease: testLease})
+	rs := collect(t, env.Bus, "default", wf)
+	completedOnce(t, o, wf, rs, nil)
+	ids, contents := map[string]int{}, map[string]int{}
+	for _, r := range rs {
+		ids[r.Envelope.ID]++
+		// An event republished under another id would be stored twice.
+		c := string(r.Envelope.Type) + "|" + r.Envelope.StepID + "|" + string(r.Envelope.Data)
+		if contents[c]++; contents[c] > 1 {
+			t.Errorf("event stored twice: %s", c)
+		}
+	}
+	if ids[oldEvent.MsgID] != 1 {
+		t.Errorf("the event published before the crash, %s, is stored %d times:%s", oldEvent.MsgID, ids[oldEvent.MsgID], describe(rs))
+	}
+	for id, n := range ids {
+		if n != 1 {
+			t.Errorf("event %s stored %d times", id, n)
+		}
+	}
+	if end := last(t, rs); end.ID != events.EventKey("default", wf, cpEventCount(t, o, wf)-1) {
+		t.Errorf("the complete event's id is %s, want the new form", end.ID)
+	}
+}
+
+// cpEventCount is the workflow's checkpoint's event count.
+func cpEventCount(t *testing.T, o *orchestrator.Orchestrator, wf string) int {
+	t.Helper()
+	cp, err := o.Checkpoint(context.Background(), "default", wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp.EventCount
+}
