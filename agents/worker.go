@@ -10,12 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentbus/agentbus/schemas"
-
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/discovery"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/llm"
+	"github.com/agentbus/agentbus/schemas"
 	"github.com/agentbus/agentbus/subjects"
 )
 

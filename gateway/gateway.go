@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentbus/agentbus/schemas"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
@@ -24,6 +22,7 @@ import (
 	"github.com/agentbus/agentbus/gateway/ws"
 	"github.com/agentbus/agentbus/permissions"
 	"github.com/agentbus/agentbus/retention"
+	"github.com/agentbus/agentbus/schemas"
 	"github.com/agentbus/agentbus/sessions"
 	"github.com/agentbus/agentbus/subjects"
 )

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentbus/agentbus/schemas"
-
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/agentbus/agentbus/permissions"
 	"github.com/agentbus/agentbus/retention"
 	"github.com/agentbus/agentbus/schedule"
+	"github.com/agentbus/agentbus/schemas"
 	"github.com/agentbus/agentbus/sessions"
 	"github.com/agentbus/agentbus/subjects"
 	"github.com/agentbus/agentbus/workflow"
