@@ -80,8 +80,8 @@ func ExampleClient_Submit() {
 		of := cmp.Or(f.StepID, "workflow")
 		switch p, _ := client.Payload(f); p := p.(type) {
 		case events.Status:
-			if p.TotalSteps > 0 { // a step finished: the workflow's progress
-				fmt.Println(f.Type, of, p.State, p.CompletedSteps, "of", p.TotalSteps)
+			if p.Artifact != nil { // a step completed: its output, and the workflow's progress
+				fmt.Println(f.Type, of, p.State, p.CompletedSteps, "of", p.TotalSteps, "with", p.Artifact.ArtifactID)
 				continue
 			}
 			fmt.Println(f.Type, of, p.State)
@@ -100,10 +100,8 @@ func ExampleClient_Submit() {
 	// status workflow submitted
 	// status workflow working
 	// status draft working
-	// artifact draft
-	// status draft completed 1 of 2
+	// status draft completed 1 of 2 with draft.output
 	// status review working
-	// artifact review
-	// status review completed 2 of 2
+	// status review completed 2 of 2 with review.output
 	// complete 2 outputs
 }

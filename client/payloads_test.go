@@ -157,9 +157,18 @@ func TestPayloadFiftyMegabytes(t *testing.T) {
 		if len(f.Data) > 64<<10 {
 			t.Errorf("%s frame of %d bytes", f.Type, len(f.Data))
 		}
-		if f.Type == "artifact" {
+		if f.Type == "artifact" || f.Type == "status" {
 			var a events.Artifact
-			if err := json.Unmarshal(f.Data, &a); err != nil {
+			if f.Type == "status" { // a completed step's output comes with its status
+				var s events.Status
+				if err := json.Unmarshal(f.Data, &s); err != nil {
+					t.Fatal(err)
+				}
+				if s.Artifact == nil {
+					continue
+				}
+				a = *s.Artifact
+			} else if err := json.Unmarshal(f.Data, &a); err != nil {
 				t.Fatal(err)
 			}
 			if r, ok := client.ParseRef(a.Data); ok {

@@ -223,6 +223,14 @@ type Status struct {
 	// an agent reporting its step's progress, or from flow control.
 	CompletedSteps int `json:"completed_steps,omitempty"`
 	TotalSteps     int `json:"total_steps,omitempty"`
+	// Artifact, on the status of a step that has just completed (or
+	// awaits its approval), is the step's output as an artifact (its
+	// StepID left out: the status has it). A step's result comes with its
+	// completion, as Temporal's and Hatchet's completion events carry
+	// theirs; until November 2026 it came as an artifact event of its
+	// own just before this status. Artifact events now come from agents
+	// only (chunks, files): a client collecting artifacts reads both.
+	Artifact *Artifact `json:"artifact,omitempty"`
 }
 
 // Confirmation is what a step that waits to be confirmed before it runs

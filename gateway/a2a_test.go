@@ -181,6 +181,25 @@ func TestA2AStream(t *testing.T) {
 	if d := resultData(t, art.Artifact); d["step_id"] != "D" {
 		t.Errorf("streamed result %v", d)
 	}
+	// Each step's output, which comes with its completed status, is an
+	// artifact update just before that status update, at its offset.
+	outputs := map[string]bool{}
+	for i, ev := range evs[:len(evs)-1] {
+		a, ok := ev.(*a2a.TaskArtifactUpdateEvent)
+		if !ok || a.Metadata["step_id"] == nil {
+			continue
+		}
+		step, _ := a.Metadata["step_id"].(string)
+		su, ok := evs[i+1].(*a2a.TaskStatusUpdateEvent)
+		if a.Artifact.ID != a2a.ArtifactID(step+".output") || !a.LastChunk || !ok || su.Metadata["step_state"] != "completed" ||
+			su.Metadata["step_id"] != step || su.Metadata["offset"] != a.Metadata["offset"] {
+			t.Fatalf("step %s's output artifact is not followed by its completed status: %s", step, describe(evs))
+		}
+		outputs[step] = true
+	}
+	if len(outputs) != 4 {
+		t.Errorf("outputs of steps %v, want A, B, C and D: %s", outputs, describe(evs))
+	}
 }
 
 func TestA2ACancel(t *testing.T) {

@@ -100,6 +100,9 @@ func describe(f client.Frame) string {
 		if v.Message != "" {
 			b.WriteString(" — " + v.Message)
 		}
+		if v.Artifact != nil {
+			fmt.Fprintf(&b, " (artifact %s)", v.Artifact.ArtifactID)
+		}
 	case events.Progress:
 		if v.StepID != "" {
 			fmt.Fprintf(&b, "step %s: ", v.StepID)

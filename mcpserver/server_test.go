@@ -80,8 +80,13 @@ func exercise(t *testing.T, cs *mcp.ClientSession, prog *progress) {
 			t.Fatalf("submit: %+v", out)
 		}
 		msgs := prog.waitFor(t, "completed in")
-		for _, want := range []string{"step a: completed", "step b: completed", "artifact b.output"} {
+		for _, want := range []string{"step a: completed", "step b: completed — completed on "} {
 			if !slices.ContainsFunc(msgs, func(m string) bool { return strings.HasPrefix(m, want) }) {
+				t.Errorf("progress notifications %q: want one %q", msgs, want)
+			}
+		}
+		for _, want := range []string{"(artifact a.output)", "(artifact b.output)"} { // a step's output comes with its status
+			if !slices.ContainsFunc(msgs, func(m string) bool { return strings.HasSuffix(m, want) }) {
 				t.Errorf("progress notifications %q: want one %q", msgs, want)
 			}
 		}

@@ -13,9 +13,9 @@ import (
 )
 
 // A step after an optional step that failed hears which one and why, and
-// every completed step's output comes as an artifact event before its
-// completed status.
-func TestStepsHearOfFailedStepsAndOutputsComeAsArtifacts(t *testing.T) {
+// every completed step's output comes with its completed status, as its
+// artifact; no step's output is an artifact event of its own.
+func TestStepsHearOfFailedStepsAndOutputsComeWithTheirStatus(t *testing.T) {
 	broken := newFn("broken", func(context.Context, agents.Request) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%w: no model today", agents.ErrPermanent)
 	})
@@ -44,31 +44,34 @@ func TestStepsHearOfFailedStepsAndOutputsComeAsArtifacts(t *testing.T) {
 		got[0].Error == "" {
 		t.Fatalf("final heard of %+v, want the failed plan step", got)
 	}
-	artifacts := map[string]int{} // step → index of its artifact
-	for i, r := range rs {
+	artifacts := map[string]bool{} // steps whose completed status carried their output
+	for _, r := range rs {
 		env := r.Envelope
 		switch env.Type {
 		case events.TypeArtifact:
-			var a events.Artifact
-			if err := env.Unmarshal(&a); err != nil {
-				t.Fatal(err)
-			}
-			if a.ArtifactID != workflow.StepArtifactID(a.StepID) || !a.LastChunk || env.StepID != a.StepID {
-				t.Fatalf("step artifact %+v on step %q", a, env.StepID)
-			}
-			if a.StepID == "final" && string(a.Data) != `{"answer":"done"}` {
-				t.Fatalf("final's artifact carries %s", a.Data)
-			}
-			artifacts[a.StepID] = i
+			t.Fatalf("a step's output as an artifact event of its own:%s", describe(rs))
 		case events.TypeStatus:
 			var st events.Status
-			_ = env.Unmarshal(&st)
-			if st.State != events.StateCompleted || st.StepID == "" {
+			if err := env.Unmarshal(&st); err != nil {
+				t.Fatal(err)
+			}
+			if st.StepID == "" || st.State != events.StateCompleted {
+				if st.Artifact != nil {
+					t.Fatalf("a %s status carries an artifact:%s", st.State, describe(rs))
+				}
 				continue
 			}
-			if at, ok := artifacts[st.StepID]; !ok || at > i {
-				t.Fatalf("step %s completed before its artifact:%s", st.StepID, describe(rs))
+			a := st.Artifact
+			if a == nil {
+				t.Fatalf("step %s completed without its output:%s", st.StepID, describe(rs))
 			}
+			if a.ArtifactID != workflow.StepArtifactID(st.StepID) || !a.LastChunk || a.StepID != "" {
+				t.Fatalf("step artifact %+v on step %q", a, st.StepID)
+			}
+			if st.StepID == "final" && string(a.Data) != `{"answer":"done"}` {
+				t.Fatalf("final's artifact carries %s", a.Data)
+			}
+			artifacts[st.StepID] = true
 		}
 	}
 	if _, ok := artifacts["plan"]; ok || len(artifacts) != 2 {

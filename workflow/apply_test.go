@@ -39,7 +39,7 @@ var transitions = []struct {
 	{"working", workflow.KindPlanned, "illegal"},
 	{"working", workflow.KindForked, "illegal"},
 	{"working", workflow.KindMalformed, "illegal"},
-	{"working", workflow.KindCompleted, "working [artifact status step:B status]"},
+	{"working", workflow.KindCompleted, "working [status+artifact step:B status]"},
 	{"working", workflow.KindFailed, "failed [status status error]"},
 	{"working", workflow.KindMalformedReply, "failed [status status error]"},
 	{"working", workflow.KindCancel, "canceled [status cancelled]"},
@@ -55,7 +55,7 @@ var transitions = []struct {
 	{"input-required", workflow.KindPlanned, "illegal"},
 	{"input-required", workflow.KindForked, "illegal"},
 	{"input-required", workflow.KindMalformed, "illegal"},
-	{"input-required", workflow.KindCompleted, "input-required [artifact status]"},
+	{"input-required", workflow.KindCompleted, "input-required [status+artifact]"},
 	{"input-required", workflow.KindFailed, "failed [status status error]"},
 	{"input-required", workflow.KindMalformedReply, "failed [status status error]"},
 	{"input-required", workflow.KindCancel, "canceled [status cancelled]"},
@@ -167,7 +167,7 @@ var transitions = []struct {
 	{"confirming", workflow.KindPlanned, "illegal"},
 	{"confirming", workflow.KindForked, "illegal"},
 	{"confirming", workflow.KindMalformed, "illegal"},
-	{"confirming", workflow.KindCompleted, "input-required [artifact status]"},
+	{"confirming", workflow.KindCompleted, "input-required [status+artifact]"},
 	{"confirming", workflow.KindFailed, "failed [status status error]"},
 	{"confirming", workflow.KindMalformedReply, "failed [status status error]"},
 	{"confirming", workflow.KindCancel, "canceled [status cancelled]"},
@@ -221,7 +221,7 @@ var transitions = []struct {
 	{"paused", workflow.KindPlanned, "illegal"},
 	{"paused", workflow.KindForked, "illegal"},
 	{"paused", workflow.KindMalformed, "illegal"},
-	{"paused", workflow.KindCompleted, "working [artifact status]"},
+	{"paused", workflow.KindCompleted, "working [status+artifact]"},
 	{"paused", workflow.KindFailed, "failed [status status error]"},
 	{"paused", workflow.KindMalformedReply, "failed [status status error]"},
 	{"paused", workflow.KindCancel, "canceled [status cancelled]"},
@@ -258,7 +258,7 @@ var transitions = []struct {
 	{"signal-wait", workflow.KindNote, "working [status]"},
 	{"signal-wait", workflow.KindThrottled, "stale"},
 	{"signal-wait", workflow.KindReleased, "stale"},
-	{"signal-wait", workflow.KindSignal, "working [artifact status timer step:B status]"},
+	{"signal-wait", workflow.KindSignal, "working [status+artifact timer step:B status]"},
 	{"signal-wait", workflow.KindWaitDue, "failed [status status error]"},
 	{"signal-wait", workflow.KindPause, "working [status]"},
 	{"signal-wait", workflow.KindUnpause, "illegal"},
@@ -340,8 +340,8 @@ func TestApplyStepInputs(t *testing.T) {
 		{"attempt never dispatched", f.cp, reply("A", 2), "illegal"},
 		{"attempt 0", f.cp, reply("A", 0), "stale"},
 		{"step not yet dispatched", f.cp, reply("B", 0), "stale"},
-		{"reply of a lost attempt counts", lost, reply("A", 1), "working [artifact status step:B status]"},
-		{"reply of the live attempt", lost, reply("A", 2), "working [artifact status step:B status]"},
+		{"reply of a lost attempt counts", lost, reply("A", 1), "working [status+artifact step:B status]"},
+		{"reply of the live attempt", lost, reply("A", 2), "working [status+artifact step:B status]"},
 		{"failure of a lost attempt does not", lost, failure("A", 1), "stale"},
 		{"reply of an abandoned attempt does not", fenced, reply("A", 1), "stale"},
 		{"verdict on an old attempt", lost, workflow.Lost{StepID: "A", Attempt: 1}, "stale"},
@@ -388,7 +388,7 @@ func TestApplyBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := summary(cp, eff, err); got != "input-required [artifact status status]" || !cp.BudgetHeld || cp.Tasks["B"].Status != events.StateSubmitted {
+		if got := summary(cp, eff, err); got != "input-required [status+artifact status]" || !cp.BudgetHeld || cp.Tasks["B"].Status != events.StateSubmitted {
 			t.Fatalf("over budget: %s, held %v, B %s", got, cp.BudgetHeld, cp.Tasks["B"].Status)
 		}
 		if eff.Usage.Tokens() != 151 {
@@ -422,7 +422,7 @@ func TestApplyBudget(t *testing.T) {
 	t.Run("fail", func(t *testing.T) {
 		cp := start(events.BudgetFail)
 		eff, err := workflow.Apply(cp, spend("A", 150), t0.Add(time.Minute), policy)
-		if got := summary(cp, eff, err); got != "failed [artifact status status error]" || cp.Error.Code != events.CodeBudgetExceeded {
+		if got := summary(cp, eff, err); got != "failed [status+artifact status error]" || cp.Error.Code != events.CodeBudgetExceeded {
 			t.Fatalf("failed: %s, %+v", got, cp.Error)
 		}
 		// Resuming is going on past it.

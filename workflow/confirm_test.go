@@ -72,7 +72,7 @@ func TestApplyConfirm(t *testing.T) {
 		cp := workflow.New(workflow.Start{TenantID: "acme", WorkflowID: "dep"}, t0)
 		drive(t, cp, workflow.Planned{Plan: chain(), Confirm: map[string]string{"B": confirmRule}})
 		eff, err := workflow.Apply(cp, done("A", `"a"`), t0.Add(time.Minute), policy)
-		if got := summary(cp, eff, err); got != "input-required [artifact status status]" {
+		if got := summary(cp, eff, err); got != "input-required [status+artifact status]" {
 			t.Fatalf("A done: %s", got)
 		}
 	})

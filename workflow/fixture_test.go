@@ -180,6 +180,13 @@ func summary(cp *workflow.Checkpoint, eff workflow.Effects, err error) string {
 			out = append(out, "step:"+m.StepID)
 		case events.TypeDeadline:
 			out = append(out, "timer")
+		case events.TypeStatus:
+			var st events.Status
+			if json.Unmarshal(m.Data, &st) == nil && st.Artifact != nil {
+				out = append(out, "status+artifact") // a step's output comes with its status
+				continue
+			}
+			out = append(out, "status")
 		default:
 			parts := strings.Split(string(m.Type), ".")
 			out = append(out, parts[len(parts)-2])

@@ -8,17 +8,16 @@ import (
 	"github.com/agentbus/agentbus/subjects"
 )
 
-// stepArtifact is a completed step's output as an artifact event, so that
-// a client following the workflow has every step's result as it comes,
-// not only all of them in the final complete event. It precedes the
-// step's completed status.
-func stepArtifact(r events.StepCompleted) events.Artifact {
+// stepArtifact is a completed step's output as an artifact, carried by
+// the step's completed (or input-required) status, so that a client
+// following the workflow has every step's result as it comes, not only
+// all of them in the final complete event. The status names the step.
+func stepArtifact(r events.StepCompleted) *events.Artifact {
 	out := r.Output
 	if len(out) == 0 {
 		out = json.RawMessage("null")
 	}
-	return events.Artifact{ArtifactID: StepArtifactID(r.StepID), StepID: r.StepID, Name: r.Capability + " output",
-		Data: out, LastChunk: true}
+	return &events.Artifact{ArtifactID: StepArtifactID(r.StepID), Name: r.Capability + " output", Data: out, LastChunk: true}
 }
 
 // completed records a step's output, holds it for approval if its plan
@@ -38,9 +37,7 @@ func (x *tx) completed(r events.StepCompleted) error {
 	x.setTask(r.StepID, t, to, CauseReply)
 	cp.measure(now, false)
 	cp.ExecutionOrder = append(cp.ExecutionOrder, r.StepID)
-	if err := x.emit(events.TypeArtifact, r.StepID, stepArtifact(r)); err != nil {
-		return err
-	}
+	status.Artifact = stepArtifact(r)
 	if err := x.emit(events.TypeStatus, r.StepID, x.counted(status)); err != nil {
 		return err
 	}

@@ -243,10 +243,8 @@ func (x *tx) endWait(id string, t *Task, output json.RawMessage, cause Cause, ms
 	x.setTask(id, t, events.StateCompleted, cause)
 	cp.measure(now, false)
 	cp.ExecutionOrder = append(cp.ExecutionOrder, id)
-	if err := x.emit(events.TypeArtifact, id, stepArtifact(events.StepCompleted{StepID: id, Capability: t.Capability, Output: output})); err != nil {
-		return err
-	}
-	return x.emit(events.TypeStatus, id, x.counted(events.Status{State: events.StateCompleted, StepID: id, Message: msg}))
+	return x.emit(events.TypeStatus, id, x.counted(events.Status{State: events.StateCompleted, StepID: id, Message: msg,
+		Artifact: stepArtifact(events.StepCompleted{StepID: id, Capability: t.Capability, Output: output})}))
 }
 
 // waitingFor returns the first step, in plan order, that waits for the

@@ -49,7 +49,7 @@ func TestApplyWait(t *testing.T) {
 			t.Fatalf("planned: %s, dispatches %v", got, eff.Dispatches)
 		}
 		_, got = apply(t, cp, workflow.Signal{Name: "approved", Data: json.RawMessage(`{"by":"ana"}`), ID: "s1"}, t0.Add(time.Hour))
-		if got != "working [artifact status timer step:B status]" || string(cp.Tasks["W"].Output) != `{"by":"ana"}` {
+		if got != "working [status+artifact timer step:B status]" || string(cp.Tasks["W"].Output) != `{"by":"ana"}` {
 			t.Fatalf("signaled: %s, output %s", got, cp.Tasks["W"].Output)
 		}
 		// The same signal again (a retried request) is stale; another is kept.
@@ -70,7 +70,7 @@ func TestApplyWait(t *testing.T) {
 			t.Fatalf("early signal: %s, kept %v", got, cp.Signals)
 		}
 		_, got = apply(t, cp, done("A", `"a"`), t0.Add(2*time.Minute))
-		if got != "working [artifact status artifact status step:B status]" || string(cp.Tasks["W"].Output) != `"early"` || cp.Signals != nil {
+		if got != "working [status+artifact status+artifact step:B status]" || string(cp.Tasks["W"].Output) != `"early"` || cp.Signals != nil {
 			t.Fatalf("A done: %s, W output %s, kept %v", got, cp.Tasks["W"].Output, cp.Signals)
 		}
 	})
@@ -91,7 +91,7 @@ func TestApplyWait(t *testing.T) {
 		onTimeout, want, output string
 	}{
 		{`"fail"`, "failed [status status error]", ""},
-		{`"continue"`, "working [artifact status timer step:B status]", `{"signal":"go","timed_out":true}`},
+		{`"continue"`, "working [status+artifact timer step:B status]", `{"signal":"go","timed_out":true}`},
 	} {
 		t.Run("timeout "+c.onTimeout, func(t *testing.T) {
 			cp := fresh("timeout")
@@ -124,7 +124,7 @@ func TestApplyWait(t *testing.T) {
 			t.Errorf("the watchdog's verdict on a wait step: %v", err)
 		}
 		_, got := apply(t, cp, workflow.WaitDue{StepID: "W", Attempt: 1}, tm.At)
-		if got != "working [artifact status timer step:B status]" || !strings.Contains(string(cp.Tasks["W"].Output), `"waited":"10m0s"`) {
+		if got != "working [status+artifact timer step:B status]" || !strings.Contains(string(cp.Tasks["W"].Output), `"waited":"10m0s"`) {
 			t.Fatalf("due: %s, output %s", got, cp.Tasks["W"].Output)
 		}
 	})
@@ -163,7 +163,7 @@ func TestApplyPause(t *testing.T) {
 		t.Fatalf("paused: %s, phase %s", got, cp.Phase)
 	}
 	eff, got := apply(t, cp, done("A", `"a"`), t0.Add(2*time.Minute))
-	if got != "working [artifact status]" || len(eff.Dispatches) != 0 || cp.Tasks["B"].Status != events.StateSubmitted {
+	if got != "working [status+artifact]" || len(eff.Dispatches) != 0 || cp.Tasks["B"].Status != events.StateSubmitted {
 		t.Fatalf("A done while paused: %s", got)
 	}
 	_, got = apply(t, cp, workflow.Unpause{}, t0.Add(3*time.Minute))

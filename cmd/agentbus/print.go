@@ -30,6 +30,9 @@ func formatFrame(f events.Frame) string {
 		if s.TotalSteps > 0 {
 			gist += fmt.Sprintf(" [%d/%d steps]", s.CompletedSteps, s.TotalSteps)
 		}
+		if s.Artifact != nil { // a completed step's output: its id and size (the complete event prints it)
+			gist += fmt.Sprintf(" → %s (%d bytes)", s.Artifact.ArtifactID, len(s.Artifact.Data))
+		}
 	case "progress":
 		var p events.Progress
 		_ = json.Unmarshal(f.Data, &p)
@@ -54,7 +57,12 @@ func formatFrame(f events.Frame) string {
 		}
 		gist = fmt.Sprintf("%s; workflow is %s; continuing after offset %d", why, r.Status, r.ResumeFrom)
 	case "artifact":
-		gist = artifactGist(f.Data)
+		var a events.Artifact
+		if json.Unmarshal(f.Data, &a) != nil {
+			gist = string(f.Data)
+			break
+		}
+		gist = artifactGist(a)
 	case "custom":
 		gist = customGist(f.Data)
 	case "complete":
@@ -72,14 +80,9 @@ func formatFrame(f events.Frame) string {
 }
 
 // artifactGist is an artifact event on one line: a text chunk as is
-// (quoted, so that its line breaks stay on the line), other data — a
-// step's output — as its size and opening, since the complete event
-// prints every result in full.
-func artifactGist(data json.RawMessage) string {
-	var a events.Artifact
-	if json.Unmarshal(data, &a) != nil {
-		return string(data)
-	}
+// (quoted, so that its line breaks stay on the line), other data as its
+// size and opening.
+func artifactGist(a events.Artifact) string {
 	var text string
 	if json.Unmarshal(a.Data, &text) == nil {
 		return fmt.Sprintf("%s %q", a.ArtifactID, text)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -23,6 +24,13 @@ func TestFormatFrameArtifacts(t *testing.T) {
 	got = formatFrame(frame(events.Artifact{ArtifactID: "search.output", Data: json.RawMessage(long), LastChunk: true}))
 	if !strings.Contains(got, "search.output (") || !strings.HasSuffix(got, "…") || len(got) > 200 || strings.Contains(got, "\n") {
 		t.Fatalf("step output printed as %q", got)
+	}
+	// A step's output in its completed status: its id and size, on the status's line.
+	st, _ := json.Marshal(events.Status{State: events.StateCompleted, StepID: "search", Message: "completed on w1", CompletedSteps: 1, TotalSteps: 2,
+		Artifact: &events.Artifact{ArtifactID: "search.output", Data: json.RawMessage(long), LastChunk: true}})
+	got = formatFrame(events.Frame{Offset: 8, Type: "status", StepID: "search", Data: st})
+	if want := fmt.Sprintf("completed: completed on w1 [1/2 steps] → search.output (%d bytes)", len(long)); !strings.HasSuffix(got, want) {
+		t.Fatalf("completed status printed as %q, want it to end %q", got, want)
 	}
 }
 

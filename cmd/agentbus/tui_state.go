@@ -146,6 +146,9 @@ func (v *workflowView) apply(f events.Frame) {
 			v.DoneSteps, v.TotalSteps = s.CompletedSteps, s.TotalSteps
 		}
 		if id := stepOf(f, s.StepID); id != "" {
+			if s.Artifact != nil { // a completed step's output
+				v.addArtifact(*s.Artifact, id)
+			}
 			v.stepStatus(v.step(id), s, f.Time)
 			return
 		}
@@ -255,6 +258,11 @@ func (v *workflowView) artifact(f events.Frame) {
 	if json.Unmarshal(f.Data, &a) != nil {
 		return
 	}
+	v.addArtifact(a, stepOf(f, a.StepID))
+}
+
+// addArtifact appends a text chunk to its artifact, of step.
+func (v *workflowView) addArtifact(a events.Artifact, step string) {
 	var text string
 	if json.Unmarshal(a.Data, &text) != nil {
 		return
@@ -266,7 +274,7 @@ func (v *workflowView) artifact(f events.Frame) {
 		}
 	}
 	if t == nil {
-		t = &textArtifact{ID: a.ArtifactID, Name: a.Name, StepID: stepOf(f, a.StepID)}
+		t = &textArtifact{ID: a.ArtifactID, Name: a.Name, StepID: step}
 		v.Artifacts = append(v.Artifacts, t)
 	}
 	if !a.Append || t.Closed {

@@ -217,6 +217,17 @@ func TestTUIStateStreamedAnswer(t *testing.T) {
 	if v.AnswerText() != "Hello world" {
 		t.Fatalf("assembled %q", v.AnswerText())
 	}
+	// A completed step's text output comes with its status (recorded
+	// logs from before November 2026 have it as an artifact event).
+	st, _ := json.Marshal(events.Status{State: events.StateCompleted, StepID: "t", Message: "completed on w",
+		Artifact: &events.Artifact{ArtifactID: workflow.StepArtifactID("t"), Name: "echo output", Data: json.RawMessage(`"shout"`), LastChunk: true}})
+	v.apply(events.Frame{Offset: 4, Type: "status", StepID: "t", Data: st})
+	if a := v.Artifacts[len(v.Artifacts)-1]; a.ID != "t.output" || a.StepID != "t" || a.Text.String() != "shout" || !a.Closed {
+		t.Fatalf("step output from its status: %+v", a)
+	}
+	if s := v.step("t"); s.Phase != stepCompleted {
+		t.Fatalf("step t %s", s.Phase)
+	}
 }
 
 // TestTUIStateReset: a reset frame (the cursor's events expired) carries

@@ -5,18 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/agentbus/agentbus/workflow"
 
 	"github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
+	"github.com/agentbus/agentbus/workflow"
 )
 
 // resultArtifactID names the artifact that carries a completed workflow's
@@ -235,6 +235,13 @@ func newTaskEvents(id, contextID string, state a2a.TaskState) *taskEvents {
 
 func (m *taskEvents) TaskInfo() a2a.TaskInfo { return m.info }
 
+// artifact is an artifact as an A2A artifact update.
+func (m *taskEvents) artifact(meta map[string]any, a events.Artifact) *a2a.TaskArtifactUpdateEvent {
+	return &a2a.TaskArtifactUpdateEvent{TaskID: m.info.TaskID, ContextID: m.info.ContextID, Metadata: meta,
+		Append: a.Append, LastChunk: a.LastChunk,
+		Artifact: &a2a.Artifact{ID: a2a.ArtifactID(a.ArtifactID), Name: a.Name, Parts: jsonParts(a.Data)}}
+}
+
 // next maps one stored event; final reports the end of the task's stream.
 func (m *taskEvents) next(offset uint64, env events.Envelope) (out []a2a.Event, final bool) {
 	meta := map[string]any{"offset": offset, "event": env.Type.Short()}
@@ -265,6 +272,15 @@ func (m *taskEvents) next(offset uint64, env events.Envelope) (out []a2a.Event, 
 			}
 			return []a2a.Event{update(a2a.TaskState(s.State), s.Message, false)}, false
 		}
+		var art *a2a.TaskArtifactUpdateEvent
+		if s.Artifact != nil {
+			// A completed step's output comes with its status: A2A has it
+			// as an artifact update before the status update, as when it
+			// was an event of its own.
+			a := *s.Artifact
+			a.StepID = s.StepID
+			art = m.artifact(maps.Clone(meta), a)
+		}
 		meta["step_state"] = string(s.State)
 		if s.TotalSteps > 0 {
 			meta["completed_steps"], meta["total_steps"] = s.CompletedSteps, s.TotalSteps
@@ -279,7 +295,11 @@ func (m *taskEvents) next(offset uint64, env events.Envelope) (out []a2a.Event, 
 		if len(m.awaiting) > 0 {
 			state = a2a.TaskStateInputRequired
 		}
-		return []a2a.Event{update(state, fmt.Sprintf("step %s %s: %s", s.StepID, s.State, s.Message), false)}, false
+		up := update(state, fmt.Sprintf("step %s %s: %s", s.StepID, s.State, s.Message), false)
+		if art == nil {
+			return []a2a.Event{up}, false
+		}
+		return []a2a.Event{art, up}, false
 	case events.TypeProgress:
 		var p events.Progress
 		if env.Unmarshal(&p) != nil {
@@ -292,9 +312,7 @@ func (m *taskEvents) next(offset uint64, env events.Envelope) (out []a2a.Event, 
 		if env.Unmarshal(&a) != nil {
 			return nil, false
 		}
-		return []a2a.Event{&a2a.TaskArtifactUpdateEvent{TaskID: m.info.TaskID, ContextID: m.info.ContextID, Metadata: meta,
-			Append: a.Append, LastChunk: a.LastChunk,
-			Artifact: &a2a.Artifact{ID: a2a.ArtifactID(a.ArtifactID), Name: a.Name, Parts: jsonParts(a.Data)}}}, false
+		return []a2a.Event{m.artifact(meta, a)}, false
 	case events.TypeComplete:
 		var c events.Complete
 		if env.Unmarshal(&c) != nil {

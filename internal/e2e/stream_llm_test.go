@@ -75,6 +75,17 @@ func TestLLMAnswerStreamsToAnSSEClient(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &f); err != nil {
 			t.Fatalf("frame %s: %v", line, err)
 		}
+		if f.Type == "status" { // a completed step's output comes with its status
+			var st struct {
+				Artifact *artifact `json:"artifact"`
+			}
+			if err := json.Unmarshal(f.Data, &st); err != nil {
+				t.Fatal(err)
+			}
+			if st.Artifact != nil {
+				stepOutputs[st.Artifact.ID] = true
+			}
+		}
 		if f.Type == "artifact" {
 			var a artifact
 			if err := json.Unmarshal(f.Data, &a); err != nil {

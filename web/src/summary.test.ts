@@ -13,4 +13,10 @@ describe('summary', () => {
     expect(summary(frame('custom', { payload_base64: '/wE=' }))).toBe('(2 bytes)');
     expect(summary(frame('custom', { payload_base64: 'eA==' }))).toBe('(1 bytes)');
   });
+  it('shows a completed step\'s output, which comes with its status', () => {
+    expect(summary(frame('status', { state: 'completed', message: 'completed on w1', completed_steps: 1, total_steps: 2,
+      artifact: { artifact_id: 'a.output', name: 'echo output', data: { x: 1 }, last_chunk: true } })))
+      .toBe('completed — completed on w1 (1/2 steps) → echo output: {"x":1}');
+    expect(summary(frame('status', { state: 'working', message: 'dispatched' }))).toBe('working — dispatched');
+  });
 });

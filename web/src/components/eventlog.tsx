@@ -70,16 +70,25 @@ export function EventLog({ rows, version, height = 360 }: { rows: LogRow[]; vers
   );
 }
 
+/** artifactLine is an artifact (an artifact event's data, or a step's output in its status) on one line. */
+function artifactLine(d: any): string {
+  return `${d.name ?? d.artifact_id ?? 'artifact'}${d.append ? ' +' : ''}: ${typeof d.data === 'string' ? d.data : JSON.stringify(d.data)}`;
+}
+
 /** summary is one line saying what an event is. */
 export function summary(f: Frame): string {
   const d = f.data ?? {};
   switch (f.type) {
-    case 'status':
-      return `${d.state ?? ''}${d.message ? ' — ' + d.message : ''}${d.total_steps ? ` (${d.completed_steps ?? 0}/${d.total_steps} steps)` : ''}`;
+    case 'status': {
+      // A completed step's output comes with its status.
+      const a = d.artifact;
+      const out = a ? ` → ${artifactLine(a)}` : '';
+      return `${d.state ?? ''}${d.message ? ' — ' + d.message : ''}${d.total_steps ? ` (${d.completed_steps ?? 0}/${d.total_steps} steps)` : ''}${out}`;
+    }
     case 'progress':
       return `${typeof d.percent === 'number' ? Math.round(d.percent) + '% ' : ''}${d.message ?? ''}`;
     case 'artifact':
-      return `${d.name ?? d.artifact_id ?? 'artifact'}${d.append ? ' +' : ''}: ${typeof d.data === 'string' ? d.data : JSON.stringify(d.data)}`;
+      return artifactLine(d);
     case 'complete':
       return d.partial ? 'workflow complete, with partial results: optional steps failed' : 'workflow complete';
     case 'error':

@@ -120,6 +120,8 @@ export function WorkflowPage({ id }: { id: string }) {
           if (onEvent(live.current, frame) && frame.type === 'status') stepChanged = true;
           noteConfirm(confirms.current, frame);
           if (frame.type === 'artifact') addArtifact(artifacts.current, frame);
+          // a completed step's output comes with its status
+          if (frame.type === 'status' && frame.data?.artifact) addArtifact(artifacts.current, { ...frame, data: frame.data.artifact });
           if (frame.type === 'status' && !frame.step_id) stepChanged = true;
           // A step that starts a child workflow says so ("child workflow
           // …", "tool call [n] …: running as workflow …"): list it.
