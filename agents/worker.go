@@ -391,7 +391,7 @@ func (w *Worker) run(ctx context.Context, a Agent, req Request, d *bus.Delivery)
 	if len(out) == 0 {
 		out = json.RawMessage("null")
 	}
-	if !json.Valid(out) {
+	if !events.ValidJSON(out) {
 		return nil, fmt.Errorf("agents: %s returned invalid JSON", req.Capability)
 	}
 	return offload(sctx, w.cfg.Bus, w.cfg.PayloadThreshold, req, "output", out)
@@ -401,7 +401,7 @@ func marshal(v any) (json.RawMessage, error) {
 	if r, ok := v.(json.RawMessage); ok {
 		return r, nil
 	}
-	b, err := json.Marshal(v)
+	b, err := events.MarshalData(v)
 	if err != nil {
 		return nil, fmt.Errorf("agents: marshal: %w", err)
 	}

@@ -82,7 +82,7 @@ type Envelope struct {
 // New builds an envelope for payload. id should be the deterministic dedup key
 // of the publish (see MsgID helpers) so that a retried publish repeats the id.
 func New(typ Type, id, source, tenant, workflow, step string, payload any) (Envelope, error) {
-	data, err := json.Marshal(payload)
+	data, err := MarshalData(payload)
 	if err != nil {
 		return Envelope{}, fmt.Errorf("events: marshal %s: %w", typ, err)
 	}
@@ -94,7 +94,7 @@ func New(typ Type, id, source, tenant, workflow, step string, payload any) (Enve
 
 // Unmarshal decodes the envelope's data into v.
 func (e Envelope) Unmarshal(v any) error {
-	if err := json.Unmarshal(e.Data, v); err != nil {
+	if err := UnmarshalData(e.Data, v); err != nil {
 		return &DecodeError{Where: "data", Reason: err.Error()}
 	}
 	return nil

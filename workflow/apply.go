@@ -1,7 +1,6 @@
 package workflow
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -345,7 +344,7 @@ func (x *tx) apply(in Input) error {
 
 // emit queues a client event with the workflow's next dedup key.
 func (x *tx) emit(typ events.Type, step string, payload any) error {
-	data, err := json.Marshal(payload)
+	data, err := events.MarshalData(payload)
 	if err != nil {
 		return err
 	}
