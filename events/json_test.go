@@ -15,7 +15,7 @@ func TestMarshalDataIsEncodingJSON(t *testing.T) {
 			Artifact: &events.Artifact{ArtifactID: "s1.output", Name: "echo output", Data: json.RawMessage(`{ "b" : [1, 2.50, "<x>"], "a":null }`), LastChunk: true}},
 		events.StepRequested{StepID: "b", Capability: "echo", Attempt: 2, Query: "q \u2028 \xff", Input: json.RawMessage(" \"in\" "),
 			DependencyOutputs: map[string]json.RawMessage{"z": json.RawMessage(`{"k":1e21}`), "a": json.RawMessage(`"v"`)},
-			Problems: []events.StepProblem{{StepID: "p", Capability: "broken", Kind: events.ProblemFailed, Error: "no model"}}},
+			Problems:          []events.StepProblem{{StepID: "p", Capability: "broken", Kind: events.ProblemFailed, Error: "no model"}}},
 		events.Complete{Result: json.RawMessage(`{"answer":"x"}`), Outputs: map[string]json.RawMessage{"b": json.RawMessage(`1`), "a": json.RawMessage(`null`)},
 			Partial: true, DurationMS: 3.395, PhaseLatency: events.PhaseLatency{PlanningMS: 1.0e-7, QueueMS: 8.514}},
 		events.Artifact{ArtifactID: "answer", Data: json.RawMessage(`"chunk \u003c"`), Append: true},
