@@ -15,13 +15,14 @@ import (
 
 // A step's output under the workers' payload threshold travels inline,
 // and the orchestrator copies it: into the task, the result, the step's
-// artifact event, the next steps' requests and the complete event, all
-// of which wait in the checkpoint's outbox until published. A few
-// outputs of a couple of hundred KiB can so make a checkpoint larger
-// than a message. Before such a checkpoint is stored, its largest
-// inline outputs are stored as payloads (bus.PutPayload) and every copy
-// of each is replaced by its reference — the same reference a worker
-// would have sent. A checkpoint that fits costs one length comparison.
+// completed status (its artifact), the next steps' requests and the
+// complete event, all of which wait in the checkpoint's outbox until
+// published. A few outputs of a couple of hundred KiB can so make a
+// checkpoint larger than a message. Before such a checkpoint is stored,
+// its largest inline outputs are stored as payloads (bus.PutPayload) and
+// every copy of each is replaced by its reference — the same reference a
+// worker would have sent. A checkpoint that fits costs one length
+// comparison.
 
 // spillMin is the smallest output fit moves out of a checkpoint: a
 // smaller one is not worth a round trip, and is too short to be
