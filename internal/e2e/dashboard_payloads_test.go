@@ -47,6 +47,10 @@ func TestDashboardPayloadDownload(t *testing.T) {
 		t.Fatalf("output of big is not a reference (threshold 4096): %.200s", st.Tasks["big"].Output)
 	}
 
+	// The step's output, which comes with its completed status, is listed
+	// among the artifacts, as its reference.
+	d.until(t, `[...document.querySelectorAll('.artifacts details')].some((e) => e.querySelector('summary').textContent.includes('echo output') && !!e.querySelector('[data-testid="payload-ref"]'))`)
+
 	d.click(t, `[data-step="big"]`)
 	link := `[data-testid="detail"] [data-testid="payload-ref"] [data-action="download"]`
 	d.visible(t, link)
