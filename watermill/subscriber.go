@@ -207,6 +207,11 @@ func (s *Subscriber) run(ctx context.Context, cons jetstream.Consumer, epoch str
 	}
 }
 
+// windowHeartbeat is how often the server tells a windowed subscription
+// it still holds its pull request, when no event comes: a subscription
+// that misses two pulls again (as the event log's followers do, bus).
+const windowHeartbeat = 2 * time.Second
+
 // runWindow is run for InFlight above 1: the consumer pushes up to
 // InFlight unacked events, which its callback hands over in the order they
 // come without waiting for acks; each handed-over message is settled
@@ -248,7 +253,16 @@ func (s *Subscriber) runWindow(ctx context.Context, cons jetstream.Consumer, epo
 	}
 	// The callback runs on the consumer's own goroutine, one event at a
 	// time: no hand-off to another goroutine before the channel's.
-	cc, err := cons.Consume(handOver, jetstream.PullMaxMessages(s.cfg.InFlight),
+	//
+	// The heartbeat is short (windowHeartbeat): once in a while, on a
+	// busy machine, the server ends up holding no pull request of the
+	// subscription while nats.go believes one is open, and nothing is
+	// delivered until nats.go misses two heartbeats and pulls again. At
+	// nats.go's default (half the 30 s expiry) that took 30 s, as long as
+	// the default AckWait, so the events in hand were sent a second time
+	// though never nacked (TestWindowedSubscriberOrder failed so about
+	// once in 100 runs beside two busy loops).
+	cc, err := cons.Consume(handOver, jetstream.PullMaxMessages(s.cfg.InFlight), jetstream.PullHeartbeat(windowHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if ctx.Err() == nil {
 				s.cfg.Logger.Debug("consumer", wm.LogFields{"err": err})
