@@ -18,6 +18,17 @@ import (
 	"github.com/agentbus/agentbus/subjects"
 )
 
+// DefaultConcurrency is how many steps of one capability a worker runs at
+// once unless told otherwise (--concurrency). An agent mostly waits — on a
+// model, a search service, the network — so a worker's slots are cheap:
+// Hatchet's workers default to 100 slots, Temporal's Go SDK to 1,000
+// activities. It was 8 until November 2026, which parked most steps of
+// 64 echo chains in flight for flow control (BenchmarkWorkflowsParallel64
+// +21 to +41 % at 32). Flow control counts its window in slots, so a
+// quiet tenant still waits about the same number of rounds behind a busy
+// one. A CPU-bound agent wants about as many as the cores it may use.
+const DefaultConcurrency = 32
+
 // WorkerConfig configures a Worker. The zero value of every field but Bus
 // and Agents means its default.
 type WorkerConfig struct {
@@ -25,7 +36,8 @@ type WorkerConfig struct {
 	Agents []Agent
 	// Name identifies this worker instance; default host-pid-random.
 	Name string
-	// Concurrency is how many steps of one capability run at once; default 8.
+	// Concurrency is how many steps of one capability run at once;
+	// default DefaultConcurrency.
 	Concurrency int
 	// AckWait is how long a step may go without an in-progress ack before
 	// JetStream redelivers it to another worker; default 30s. In-progress
@@ -84,7 +96,7 @@ func (c *WorkerConfig) setDefaults() {
 		}
 	}
 	if c.Concurrency == 0 {
-		c.Concurrency = 8
+		c.Concurrency = DefaultConcurrency
 	}
 	if c.MaxDeliver == 0 {
 		c.MaxDeliver = 5

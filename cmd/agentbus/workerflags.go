@@ -243,7 +243,7 @@ type workerFlags struct {
 func (f *workerFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.capabilities, "capabilities", builtinNames(), "built-in capabilities to serve ("+strings.Join(builtinNames(), ", ")+")")
-	fl.IntVar(&f.concurrency, "concurrency", 8, "steps of one capability run at once by this process")
+	fl.IntVar(&f.concurrency, "concurrency", agents.DefaultConcurrency, "steps of one capability run at once by this process (a CPU-bound agent: about its cores)")
 	fl.IntVar(&f.maxDeliver, "max-deliver", 5, "deliveries of a step before it is dead-lettered")
 	fl.DurationVar(&f.ackWait, "ack-wait", 30*time.Second, "a step held this long without an in-progress ack is redelivered")
 	fl.DurationVar(&f.stepTimeout, "step-timeout", 5*time.Minute, "bound on one run of a step")

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/gateway"
 )
 
@@ -17,7 +18,9 @@ import (
 // none of beta's, waiting for a slot, as GET /v1/capabilities tells.
 func TestDashboardAgentsShowsQueuedSteps(t *testing.T) {
 	const acmeN, betaN = 40, 5
-	d := startDash(t, stackOptions{}, acmeClient)
+	// 8 slots (the default before November 2026), so that 40 steps fill
+	// the window and some wait for admission.
+	d := startDash(t, stackOptions{worker: func(c *agents.WorkerConfig) { c.Concurrency = 8 }}, acmeClient)
 	nap := map[string]any{"id": "nap", "capability": "sleep", "input": map[string]int{"ms": 60_000}}
 	for i := range acmeN {
 		d.submitPlan(t, acmeClient, fmt.Sprintf("busy-%d", i), nap)
