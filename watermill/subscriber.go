@@ -255,13 +255,13 @@ func (s *Subscriber) runWindow(ctx context.Context, cons jetstream.Consumer, epo
 	// time: no hand-off to another goroutine before the channel's.
 	//
 	// The heartbeat is short (windowHeartbeat): once in a while, on a
-	// busy machine, the server ends up holding no pull request of the
-	// subscription while nats.go believes one is open, and nothing is
-	// delivered until nats.go misses two heartbeats and pulls again. At
-	// nats.go's default (half the 30 s expiry) that took 30 s, as long as
-	// the default AckWait, so the events in hand were sent a second time
-	// though never nacked (TestWindowedSubscriberOrder failed so about
-	// once in 100 runs beside two busy loops).
+	// busy machine, nothing was delivered with events pending and room in
+	// the window, until nats.go missed two heartbeats and pulled again —
+	// it and the server seemed to disagree about an open pull; why is not
+	// understood. At nats.go's default (half the 30 s expiry) that took
+	// 30 s, as long as the default AckWait, so the events in hand came a
+	// second time though never nacked (TestWindowedSubscriberOrder failed
+	// so within about 40 runs beside two busy loops; with 2 s, not in 300).
 	cc, err := cons.Consume(handOver, jetstream.PullMaxMessages(s.cfg.InFlight), jetstream.PullHeartbeat(windowHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if ctx.Err() == nil {
