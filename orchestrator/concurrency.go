@@ -345,7 +345,8 @@ func (o *Orchestrator) freeSlot(ctx context.Context, cp *workflow.Checkpoint, ef
 }
 
 // startLater starts the workflows freeSlot gave a slot, in the
-// background: the caller may hold the lock stripe their transitions need.
+// background: not inside the caller's transition, which
+// holds its own workflow's lock across their writes otherwise.
 func (o *Orchestrator) startLater(cp *workflow.Checkpoint, ids []string) {
 	if len(ids) == 0 {
 		return

@@ -249,11 +249,8 @@ func (c Config) Validate() error {
 // Orchestrator runs workflows. Several may run against one NATS: they share
 // durable consumers and coordinate through checkpoint revisions.
 type Orchestrator struct {
-	// stripes serialise transitions of one workflow within this process,
-	// so that its replies arriving together do not fight over the
-	// checkpoint revision; across processes the revision check decides.
-	stripes [64]sync.Mutex
-	cache   sync.Map // checkpoint key → cached
+	locks keyLocks // one a workflow in transition (keylock.go)
+	cache sync.Map // checkpoint key → cached
 	// jsonBufs holds the buffers a checkpoint's JSON is built in before
 	// it is compressed (encode.go).
 	jsonBufs sync.Pool

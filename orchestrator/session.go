@@ -156,7 +156,7 @@ func (o *Orchestrator) recordTurn(ctx context.Context, cp *workflow.Checkpoint) 
 
 // refineSummary has the configured summarizer (a model) write a
 // session's owed rolling summary in the background: never inside a
-// workflow's ending, whose lock stripe other workflows wait on. If this
+// workflow's ending, whose lock the workflow's replies wait on. If this
 // process stops first, the extractive summary stands until the
 // session's next turn owes one again.
 func (o *Orchestrator) refineSummary(tenant, user, session string) {

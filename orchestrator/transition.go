@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -107,12 +105,11 @@ func (o *Orchestrator) create(ctx context.Context, cp *workflow.Checkpoint, eff 
 	if err != nil {
 		return err
 	}
-	// Hold the workflow's stripe until the outbox is published and cleared,
+	// Hold the workflow's lock until the outbox is published and cleared,
 	// as transition does: a reply to a step just published, handled in
 	// this process, must not find the outbox still stored and take the
 	// create for one interrupted by a crash.
-	stripe := o.stripe(key)
-	stripe.Lock()
+	unlock := o.locks.lock(key)
 	rev, err := o.checkpoints.Create(ctx, key, data)
 	if err == nil {
 		o.cfg.Metrics.created(ctx, cp, eff)
@@ -120,25 +117,17 @@ func (o *Orchestrator) create(ctx context.Context, cp *workflow.Checkpoint, eff 
 		started := o.freeSlot(ctx, cp, eff)
 		err = o.flush(ctx, key, cp, rev)
 		o.startLater(cp, started) // before the next transition may take cp from the cache
-		stripe.Unlock()
+		unlock()
 		o.admitted(eff)
 		return err
 	}
-	stripe.Unlock()
+	unlock()
 	if errors.Is(err, bus.ErrConflict) {
 		if ferr := o.settle(ctx, cp.TenantID, cp.WorkflowID); ferr != nil {
 			return ferr
 		}
 	}
 	return err
-}
-
-// stripe is the lock that serialises the transitions of the workflow whose
-// checkpoint key is key within this process.
-func (o *Orchestrator) stripe(key string) *sync.Mutex {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(key))
-	return &o.stripes[h.Sum32()%uint32(len(o.stripes))]
 }
 
 // settle publishes what an earlier, interrupted transition left in a
@@ -173,9 +162,7 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 	if err != nil {
 		return applied{}, err
 	}
-	stripe := o.stripe(key)
-	stripe.Lock()
-	defer stripe.Unlock()
+	defer o.locks.lock(key)()
 	useCache, leader := true, false
 	for attempt := range maxConflicts {
 		cp, rev, fromCache := o.cached(key, useCache)
@@ -364,9 +351,7 @@ func (o *Orchestrator) clearLater(key string, rev uint64) {
 // this process's copy, or else as read from the bucket's leader. It
 // reports whether there is nothing left to do.
 func (o *Orchestrator) clearNow(ctx context.Context, key string, rev uint64) (bool, error) {
-	stripe := o.stripe(key)
-	stripe.Lock()
-	defer stripe.Unlock()
+	defer o.locks.lock(key)()
 	if v, ok := o.unclear.Load(key); !ok || v.(uint64) != rev {
 		return true, nil // a transition of this process wrote it since
 	}
@@ -413,7 +398,7 @@ func (o *Orchestrator) clearNow(ctx context.Context, key string, rev uint64) (bo
 // saves the read and the decoding of the next transition; a conflict on
 // write proves it stale, and the retry reads the bucket. A transition
 // takes the copy out of the cache (it changes it), and puts it back once
-// stored; both happen under the workflow's stripe.
+// stored; both happen under the workflow's lock.
 type cached struct {
 	cp  *workflow.Checkpoint
 	rev uint64
