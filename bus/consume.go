@@ -39,7 +39,7 @@ type Delivery struct {
 	Sequence uint64
 	// Delivered counts deliveries of this message, starting at 1.
 	Delivered uint64
-	msg       jetstream.Msg
+	msg       consumed
 	// header is a stored message's headers (StoredDelivery); a consumed
 	// one's are msg's.
 	header map[string][]string
@@ -143,7 +143,7 @@ func (c ConsumeConfig) Validate() error {
 // finish within ShutdownGrace, and returns nil.
 //
 // Each of the Concurrency loops pulls one message only when it is free to
-// run it. Nothing is prefetched: a message waiting in a busy process's
+// run it, over a subscription of its own (pull.go). Nothing is prefetched: a message waiting in a busy process's
 // buffer would sit out its AckWait and be redelivered to another process
 // while still queued here (run twice), and would idle behind a long step
 // while other workers have room.
@@ -158,8 +158,7 @@ func (b *Bus) Consume(ctx context.Context, cfg ConsumeConfig, h Handler) error {
 // consume runs Consume's loop on the consumer ensure creates, and creates
 // it again with ensure when it is deleted under the loop.
 func (b *Bus) consume(ctx context.Context, cfg ConsumeConfig, h Handler, ensure func() (jetstream.Consumer, error)) error {
-	cons, err := ensure()
-	if err != nil {
+	if _, err := ensure(); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it started
 		}
@@ -169,17 +168,30 @@ func (b *Bus) consume(ctx context.Context, cfg ConsumeConfig, h Handler, ensure 
 	// shutdown lets them finish their acks instead of abandoning them.
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
-	var mu sync.Mutex // guards cons across re-creation
+	var mu sync.Mutex // guards made: the consumer's re-creations
+	made := 0
 	var wg sync.WaitGroup
-	for range cfg.Concurrency {
+	pullers := make([]*puller, cfg.Concurrency)
+	for i := range pullers {
+		p, err := newPuller(b.nc, cfg.Stream, cfg.Durable, pullHeartbeat)
+		if err != nil {
+			for _, p := range pullers[:i] {
+				p.close()
+			}
+			return err
+		}
+		pullers[i] = p
+	}
+	for _, p := range pullers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer p.close()
 			for ctx.Err() == nil {
 				mu.Lock()
-				c := cons
+				seen := made
 				mu.Unlock()
-				m, err := c.Next(jetstream.FetchContext(ctx))
+				m, err := p.next(ctx)
 				if err != nil {
 					if ctx.Err() != nil || errors.Is(err, nats.ErrTimeout) {
 						continue
@@ -191,9 +203,9 @@ func (b *Bus) consume(ctx context.Context, cfg ConsumeConfig, h Handler, ensure 
 					if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
 						errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrStreamNotFound) {
 						mu.Lock()
-						if cons == c {
-							if nc, err := ensure(); err == nil {
-								cons = nc
+						if made == seen {
+							if _, err := ensure(); err == nil {
+								made++
 							}
 						}
 						mu.Unlock()
@@ -250,7 +262,7 @@ func (b *Bus) ensureConsumer(ctx context.Context, cfg ConsumeConfig) (jetstream.
 	return cons, nil
 }
 
-func (b *Bus) handle(ctx context.Context, cfg ConsumeConfig, h Handler, m jetstream.Msg) {
+func (b *Bus) handle(ctx context.Context, cfg ConsumeConfig, h Handler, m consumed) {
 	env, err := events.Decode(m.Headers(), m.Data())
 	if err != nil {
 		b.log.Warn("malformed message terminated", "subject", m.Subject(), "consumer", cfg.Durable, "err", err)

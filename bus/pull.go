@@ -1,0 +1,199 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A puller asks a durable pull consumer for one message at a time over a
+// subscription of its own, kept for as long as its Consume loop runs
+// (JetStream's pull protocol, ADR-13: a request to
+// $JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer> whose reply subject gets
+// the message, heartbeats and status messages).
+//
+// It does what nats.go's Consumer.Next does for one message, less what
+// a loop pulling message after message pays for: Next subscribes to a new
+// inbox for every message and unsubscribes after it. That is a SUB and an
+// UNSUB the server applies to its account's subscription list under a
+// write lock (every publish in the account matches against that list),
+// an inbox the list's cache has never seen, and a goroutine, for each of
+// the two messages a step consumes (its request, its reply).
+// BenchmarkWorkflowsParallel's profiles showed that near a tenth of the
+// process's CPU and most of the nats.go connection's lock contention.
+type puller struct {
+	nc      *nats.Conn
+	subject string // where requests go
+	inbox   string // request n gets the reply subject inbox + n
+	sub     *nats.Subscription
+	msgs    chan *nats.Msg
+	request []byte        // the pull request, in JSON
+	beat    time.Duration // the heartbeat asked for
+	timer   *time.Timer   // the heartbeat watch
+	n       uint64        // requests made
+}
+
+// Pull request settings: as nats.go's Next (a request expires after 30 s
+// and asks for a heartbeat every 5 s while it waits; two missed mean the
+// request is lost, as when its server went away).
+const (
+	pullExpires   = 30 * time.Second
+	pullHeartbeat = 5 * time.Second
+)
+
+// pullBuffer bounds what a puller's subscription holds unread: at most a
+// message and a few heartbeats and statuses of requests given up on.
+const pullBuffer = 64
+
+// newPuller subscribes a puller for consumer on stream; heartbeat is
+// pullHeartbeat but in tests.
+func newPuller(nc *nats.Conn, stream, consumer string, heartbeat time.Duration) (*puller, error) {
+	p := &puller{
+		nc:      nc,
+		subject: "$JS.API.CONSUMER.MSG.NEXT." + stream + "." + consumer,
+		inbox:   nc.NewInbox() + ".",
+		msgs:    make(chan *nats.Msg, pullBuffer),
+		request: fmt.Appendf(nil, `{"batch":1,"expires":%d,"idle_heartbeat":%d}`, pullExpires.Nanoseconds(), heartbeat.Nanoseconds()),
+		beat:    heartbeat,
+		timer:   time.NewTimer(time.Hour),
+	}
+	p.timer.Stop()
+	sub, err := nc.ChanSubscribe(p.inbox+"*", p.msgs)
+	if err != nil {
+		return nil, fmt.Errorf("bus: pull from %s: subscribe: %w", consumer, err)
+	}
+	// The channel is the bound that matters; nats.go's own pending limits
+	// must not drop before it.
+	_ = sub.SetPendingLimits(-1, -1)
+	p.sub = sub
+	return p, nil
+}
+
+func (p *puller) close() { _ = p.sub.Unsubscribe() }
+
+// next asks for one message and waits for it. nats.ErrTimeout means the
+// request expired with nothing to deliver, jetstream.ErrNoHeartbeat that
+// the server stopped answering it; both want another request. A consumer
+// that no longer exists answers jetstream.ErrConsumerDeleted (deleted
+// under the request) or nats.ErrNoResponders (no such consumer).
+func (p *puller) next(ctx context.Context) (consumed, error) {
+	p.n++
+	reply := p.inbox + strconv.FormatUint(p.n, 10)
+	if err := p.nc.PublishRequest(p.subject, reply, p.request); err != nil {
+		return nil, err
+	}
+	p.timer.Reset(2 * p.beat)
+	defer p.timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-p.timer.C:
+			return nil, jetstream.ErrNoHeartbeat
+		case m := <-p.msgs:
+			status := ""
+			if len(m.Data) == 0 && m.Header != nil {
+				status = m.Header.Get("Status")
+			}
+			if status == "" {
+				// A message, perhaps for a request given up on: take it
+				// all the same, or it would wait out its AckWait.
+				return pulledMsg{m}, nil
+			}
+			if m.Subject != reply {
+				continue // about a request given up on
+			}
+			p.timer.Reset(2 * p.beat)
+			if err := pullStatus(status, m.Header.Get("Description")); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// pullStatus is the error a status message answers a pull request with;
+// nil for a heartbeat.
+func pullStatus(status, description string) error {
+	switch status {
+	case "100":
+		return nil
+	case "404", "408":
+		return nats.ErrTimeout
+	case "503":
+		return nats.ErrNoResponders
+	case "409":
+		d := strings.ToLower(description)
+		switch {
+		case strings.Contains(d, "consumer deleted"):
+			return jetstream.ErrConsumerDeleted
+		case strings.Contains(d, "leadership change"):
+			return jetstream.ErrConsumerLeadershipChanged
+		case strings.Contains(d, "server shutdown"):
+			return jetstream.ErrServerShutdown
+		}
+	}
+	return fmt.Errorf("bus: pull request answered %s %s", status, description)
+}
+
+// consumed is what a Consume loop needs of a delivered message: a
+// jetstream.Msg, or a pulledMsg.
+type consumed interface {
+	Headers() nats.Header
+	Data() []byte
+	Subject() string
+	Metadata() (*jetstream.MsgMetadata, error)
+	Ack() error
+	Nak() error
+	NakWithDelay(delay time.Duration) error
+	TermWithReason(reason string) error
+	InProgress() error
+}
+
+// pulledMsg is a message a puller got; it is acknowledged the way
+// jetstream.Msg is, by a message to its reply subject (ADR-15).
+type pulledMsg struct{ m *nats.Msg }
+
+func (p pulledMsg) Headers() nats.Header { return p.m.Header }
+func (p pulledMsg) Data() []byte         { return p.m.Data }
+func (p pulledMsg) Subject() string      { return p.m.Subject }
+func (p pulledMsg) Ack() error           { return p.answer("+ACK") }
+func (p pulledMsg) Nak() error           { return p.answer("-NAK") }
+func (p pulledMsg) InProgress() error    { return p.answer("+WPI") }
+
+func (p pulledMsg) NakWithDelay(delay time.Duration) error {
+	if delay <= 0 {
+		return p.Nak()
+	}
+	return p.answer(fmt.Sprintf(`-NAK {"delay": %d}`, delay.Nanoseconds()))
+}
+
+func (p pulledMsg) TermWithReason(reason string) error {
+	if reason == "" {
+		return p.answer("+TERM")
+	}
+	return p.answer("+TERM " + reason)
+}
+
+func (p pulledMsg) answer(body string) error {
+	if p.m.Reply == "" || p.m.Sub == nil {
+		return jetstream.ErrMsgNoReply
+	}
+	return p.m.Respond([]byte(body))
+}
+
+func (p pulledMsg) Metadata() (*jetstream.MsgMetadata, error) {
+	md, err := p.m.Metadata()
+	if err != nil {
+		return nil, err
+	}
+	return &jetstream.MsgMetadata{
+		Sequence:     jetstream.SequencePair{Consumer: md.Sequence.Consumer, Stream: md.Sequence.Stream},
+		NumDelivered: md.NumDelivered, NumPending: md.NumPending, Timestamp: md.Timestamp,
+		Stream: md.Stream, Consumer: md.Consumer, Domain: md.Domain,
+	}, nil
+}
