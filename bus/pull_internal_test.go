@@ -35,4 +35,3 @@ func TestPullStatus(t *testing.T) {
 		}
 	}
 }
-
