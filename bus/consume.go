@@ -143,10 +143,11 @@ func (c ConsumeConfig) Validate() error {
 // finish within ShutdownGrace, and returns nil.
 //
 // Each of the Concurrency loops pulls one message only when it is free to
-// run it, over a subscription of its own (pull.go). Nothing is prefetched: a message waiting in a busy process's
-// buffer would sit out its AckWait and be redelivered to another process
-// while still queued here (run twice), and would idle behind a long step
-// while other workers have room.
+// run it, over a subscription of its own (pull.go). Nothing is
+// prefetched: a message waiting in a busy process's buffer would sit out
+// its AckWait and be redelivered to another process while still queued
+// here (run twice), and would idle behind a long step while other
+// workers have room.
 func (b *Bus) Consume(ctx context.Context, cfg ConsumeConfig, h Handler) error {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
