@@ -244,6 +244,18 @@ func (b *Bus) EnsureConsumer(ctx context.Context, cfg ConsumeConfig) error {
 	return err
 }
 
+// consumerMaxAckPending bounds the messages a durable consumer has handed
+// out unacknowledged, across every process consuming from it: the steps
+// of a capability running at once, the replies being handled. Each
+// Consume loop holds at most one, so the loops are the real bound; this
+// one only has to stay above them (2,048 processes of 32 loops). It was
+// max(4 × Concurrency, 256), set by whichever process made or updated the
+// consumer last, which capped a capability at 256 running steps however
+// many workers were added (TestConsumeScalesOut). Unlike MaxWaiting it
+// can be changed on an existing consumer, so every deployment gets it at
+// its next start.
+const consumerMaxAckPending = 1 << 16
+
 // A consumer without a leader for the moment (electing one after a node
 // loss) times the request out: it is tried again like a publish
 // (election.go), so that a process starting then waits instead of failing.
@@ -252,7 +264,7 @@ func (b *Bus) ensureConsumer(ctx context.Context, cfg ConsumeConfig) (jetstream.
 	_, err := retryElection(ctx, b.electionWait, func(ctx context.Context) (err error) {
 		cons, err = b.js.CreateOrUpdateConsumer(ctx, cfg.Stream, jetstream.ConsumerConfig{
 			Durable: cfg.Durable, FilterSubject: cfg.Filter, AckPolicy: jetstream.AckExplicitPolicy,
-			AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAckPending: max(cfg.Concurrency*4, 256),
+			AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAckPending: consumerMaxAckPending,
 			DeliverPolicy: jetstream.DeliverAllPolicy,
 		})
 		return err

@@ -363,8 +363,9 @@ func TestLateReplyOfAnAttemptGivenUpIsRecordedOnce(t *testing.T) {
 	}
 }
 
-// Timers wait on a consumer of their own: more of them than a consumer's
-// usual MaxAckPending (256) — here the deadlines of 300 workflows whose
+// Timers wait on a consumer of their own: more of them than the 256
+// unacknowledged messages Consume's consumers once allowed — here the
+// deadlines of 300 workflows whose
 // step nobody serves, beside their watchdog timers — must not hold up any
 // reply.
 func TestWaitingTimersDoNotStallReplies(t *testing.T) {
