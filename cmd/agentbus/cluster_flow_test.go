@@ -23,7 +23,14 @@ func TestServeClusterSharesABusyCapability(t *testing.T) {
 		t.Skip("real processes")
 	}
 	const noisy, quiet = 600, 8
-	c := startServeCluster(t)
+	// 8 slots a worker, 24 in all: noisy's 150 ms steps are posted faster
+	// than 24 slots drain them, so quiet's arrive behind a real backlog.
+	// With the default 32 slots (96 in all) most of the backlog drained
+	// while it was posted, fewer waited than there were slots, and the
+	// test checked nothing (it failed once that way, by one workflow).
+	const slots = 8
+	const total = 3 * slots
+	c := startServeCluster(t, "--concurrency", fmt.Sprint(slots))
 	nc, err := nats.Connect(c.nodes[0].natsURL)
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +90,9 @@ func TestServeClusterSharesABusyCapability(t *testing.T) {
 	}
 	wg.Wait()
 	start := count("noisy")
+	if waiting := noisy - start; waiting < 2*total {
+		t.Fatalf("only %d of noisy's workflows waited when quiet's came, fewer than twice the %d slots: no backlog to share", waiting, total)
+	}
 	for i := range quiet {
 		post("quiet", fmt.Sprintf("q%d", i), i)
 	}
@@ -91,8 +101,9 @@ func TestServeClusterSharesABusyCapability(t *testing.T) {
 	eventually(t, 120*time.Second, "the noisy tenant's workflows complete", func() bool { return count("noisy") == noisy })
 	t.Logf("quiet's %d workflows finished while %d of noisy's %d waiting ones did", quiet, ahead, noisy-start)
 	// Fair: about as many of noisy's as quiet's, and those already
-	// waiting for or held by the three workers' 24 slots.
-	if fair := 2*quiet + 3*24; ahead > fair {
+	// waiting for or held by the three workers' slots (three times them,
+	// as when this test was written with 24 slots and a bound of 88).
+	if fair := 2*quiet + 3*total; ahead > fair {
 		t.Errorf("quiet finished after %d more of noisy's: not a fair share (want at most %d of %d waiting)", ahead, fair, noisy-start)
 	}
 }
