@@ -110,9 +110,8 @@ func BenchmarkWorkflowsParallel64(b *testing.B) { benchParallel(b, startStack(b)
 // BenchmarkWorkflowsUnparked is BenchmarkWorkflowsParallel and
 // BenchmarkWorkflowsParallel64 with a flow-control window (FlowWindow) of
 // 8 requests per worker slot instead of 1, so that no step waits for
-// admission: at 16 in flight the default window (one echo worker, 8
-// slots) sits at the threshold, and whether a run parks steps decides
-// most of its speed. This is what parking costs.
+// admission: with the default window (one echo worker, 32 slots) 64
+// chains in flight park some of their steps. This is what parking costs.
 func BenchmarkWorkflowsUnparked(b *testing.B) {
 	for _, n := range []int{16, 64} {
 		b.Run(fmt.Sprintf("inflight-%d", n), func(b *testing.B) {
