@@ -206,17 +206,24 @@ func TestPullerOutlivesItsConsumerLeader(t *testing.T) {
 	c := bustest.NewCluster(t, 3)
 	js := c.Connect(t).JetStream()
 	ctx := testCtx(t)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PULLS", Subjects: []string{"pulls.>"}, Replicas: 3}); err != nil {
-		t.Fatal(err)
-	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, "PULLS", jetstream.ConsumerConfig{Durable: "p", AckPolicy: jetstream.AckExplicitPolicy, Replicas: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil || info.Cluster == nil {
-		t.Fatalf("consumer info: %v", err)
-	}
+	// A cluster just formed may not place three replicas yet ("no suitable
+	// peers for placement"): asked again until it does.
+	eventually(t, func() (bool, string) {
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PULLS", Subjects: []string{"pulls.>"}, Replicas: 3})
+		return err == nil, fmt.Sprintf("create stream: %v", err)
+	})
+	var cons jetstream.Consumer
+	eventually(t, func() (ok bool, what string) {
+		var err error
+		cons, err = js.CreateOrUpdateConsumer(ctx, "PULLS", jetstream.ConsumerConfig{Durable: "p", AckPolicy: jetstream.AckExplicitPolicy, Replicas: 3})
+		return err == nil, fmt.Sprintf("create consumer: %v", err)
+	})
+	var info *jetstream.ConsumerInfo
+	eventually(t, func() (bool, string) {
+		var err error
+		info, err = cons.Info(ctx)
+		return err == nil && info.Cluster != nil && info.Cluster.Leader != "", fmt.Sprintf("consumer has no leader yet (%v)", err)
+	})
 	leader, other := -1, -1
 	for i, n := range c.Nodes {
 		if n.Name == info.Cluster.Leader {
