@@ -39,10 +39,11 @@ func NewCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
 	root := t.TempDir()
+	addrs := FreeAddrs(t, 2*n)
 	for i := range n {
 		c.Nodes = append(c.Nodes, &Node{
 			Name: fmt.Sprintf("n%d", i+1), Dir: filepath.Join(root, fmt.Sprintf("n%d", i+1)),
-			ClientAddr: FreeAddr(t), RouteAddr: FreeAddr(t),
+			ClientAddr: addrs[2*i], RouteAddr: addrs[2*i+1],
 		})
 		c.Routes = append(c.Routes, "nats://"+c.Nodes[i].RouteAddr)
 	}
@@ -114,15 +115,34 @@ func (c *Cluster) AwaitMetaLeader(t testing.TB, timeout time.Duration) {
 
 // FreeAddr returns a loopback address with a port that was free a moment
 // ago, for servers whose addresses must be known before they start (a
-// cluster's routes).
+// cluster's routes). Several addresses for one test come from FreeAddrs:
+// two calls of FreeAddr may return the same port, which the kernel hands
+// out again once it is closed.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("bustest: free port: %v", err)
+	return FreeAddrs(t, 1)[0]
+}
+
+// FreeAddrs returns n distinct loopback addresses whose ports were free a
+// moment ago: all n are held open together before any is released.
+func FreeAddrs(t testing.TB, n int) []string {
+	t.Helper()
+	addrs := make([]string, n)
+	ls := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for i := range addrs {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("bustest: free port: %v", err)
+		}
+		ls = append(ls, l)
+		addrs[i] = l.Addr().String()
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addrs
 }
 
 // Connect connects to the cluster's nodes (all of their URLs, so the

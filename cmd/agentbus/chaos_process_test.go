@@ -529,10 +529,8 @@ func startProxiedCluster(t *testing.T, proxies *[3][3]*tcpProxy, extra ...string
 			}
 		}
 	}
-	routeAddrs := make([]string, 3)
-	for i := range routeAddrs {
-		routeAddrs[i] = bustest.FreeAddr(t)
-	}
+	addrs := bustest.FreeAddrs(t, 6) // three route, three client addresses, all distinct
+	routeAddrs, natsAddrs := addrs[:3], addrs[3:]
 	c := &serveCluster{}
 	for i := range 3 {
 		var routes []string
@@ -549,7 +547,7 @@ func startProxiedCluster(t *testing.T, proxies *[3][3]*tcpProxy, extra ...string
 		if err := os.WriteFile(conf, []byte(fmt.Sprintf("cluster {\n  advertise: \"127.0.0.1:%d\"\n}\n", i+1)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c.nodes = append(c.nodes, newServeNode(t, i, routeAddrs[i], routes, append([]string{"--nats-config", conf}, extra...)...))
+		c.nodes = append(c.nodes, newServeNode(t, i, natsAddrs[i], routeAddrs[i], routes, append([]string{"--nats-config", conf}, extra...)...))
 	}
 	c.start(t)
 	return c

@@ -43,23 +43,23 @@ func startServeCluster(t *testing.T, extra ...string) *serveCluster {
 	t.Helper()
 	c := &serveCluster{}
 	var routes []string
-	routeAddrs := make([]string, 3)
-	for i := range routeAddrs {
-		routeAddrs[i] = bustest.FreeAddr(t)
-		routes = append(routes, "nats://"+routeAddrs[i])
+	addrs := bustest.FreeAddrs(t, 6) // three route, three client addresses, all distinct
+	routeAddrs, natsAddrs := addrs[:3], addrs[3:]
+	for _, a := range routeAddrs {
+		routes = append(routes, "nats://"+a)
 	}
 	for i := range 3 {
-		c.nodes = append(c.nodes, newServeNode(t, i, routeAddrs[i], routes, extra...))
+		c.nodes = append(c.nodes, newServeNode(t, i, natsAddrs[i], routeAddrs[i], routes, extra...))
 	}
 	c.start(t)
 	return c
 }
 
-// newServeNode is node i (named n<i+1>) of a test cluster: its route
-// listen address, the route URLs it dials, and extra flags.
-func newServeNode(t *testing.T, i int, routeAddr string, routes []string, extra ...string) *serveNode {
+// newServeNode is node i (named n<i+1>) of a test cluster: its client and
+// route listen addresses, the route URLs it dials, and extra flags.
+func newServeNode(t *testing.T, i int, natsAddr, routeAddr string, routes []string, extra ...string) *serveNode {
 	n := &serveNode{name: fmt.Sprintf("n%d", i+1)}
-	n.args = append([]string{"serve", "--data", t.TempDir(), "--nats-addr", bustest.FreeAddr(t), "--http-addr", "127.0.0.1:0",
+	n.args = append([]string{"serve", "--data", t.TempDir(), "--nats-addr", natsAddr, "--http-addr", "127.0.0.1:0",
 		"--cluster-addr", routeAddr, "--routes", strings.Join(routes, ","), "--server-name", n.name,
 		"--capabilities", "echo,sleep", "--sample-corpus=false", "--heartbeat", "200ms", "--ack-wait", "2s", "--step-hold", "20s", "--submit-bound", "10s"}, extra...)
 	return n

@@ -83,14 +83,14 @@ func TestExternalClusterWithNatsConf(t *testing.T) {
 	}
 	nodes := make([]*natsNode, 3)
 	routes := make([]string, 3)
-	routeAddrs := make([]string, 3)
+	addrs := bustest.FreeAddrs(t, 6) // three route, three client addresses, all distinct
+	routeAddrs, clientAddrs := addrs[:3], addrs[3:]
 	for i := range nodes {
-		routeAddrs[i] = bustest.FreeAddr(t)
 		routes[i] = "nats-route://" + routeAddrs[i]
 	}
 	var urls []string
 	for i := range nodes {
-		n := &natsNode{name: fmt.Sprintf("n%d", i+1), client: bustest.FreeAddr(t)}
+		n := &natsNode{name: fmt.Sprintf("n%d", i+1), client: clientAddrs[i]}
 		n.env = []string{"NATS_SERVER_NAME=" + n.name, "NATS_LISTEN=" + n.client, "NATS_STORE_DIR=" + t.TempDir(),
 			"NATS_CLUSTER_LISTEN=" + routeAddrs[i], "NATS_ROUTES=[" + strings.Join(routes, ", ") + "]"}
 		n.start(t, bin, conf)
