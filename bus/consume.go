@@ -39,7 +39,7 @@ type Delivery struct {
 	Sequence uint64
 	// Delivered counts deliveries of this message, starting at 1.
 	Delivered uint64
-	msg       consumed
+	msg       Pulled
 	// header is a stored message's headers (StoredDelivery); a consumed
 	// one's are msg's.
 	header map[string][]string
@@ -172,12 +172,12 @@ func (b *Bus) consume(ctx context.Context, cfg ConsumeConfig, h Handler, ensure 
 	var mu sync.Mutex // guards made: the consumer's re-creations
 	made := 0
 	var wg sync.WaitGroup
-	pullers := make([]*puller, cfg.Concurrency)
+	pullers := make([]*Puller, cfg.Concurrency)
 	for i := range pullers {
 		p, err := newPuller(b.nc, cfg.Stream, cfg.Durable, pullHeartbeat)
 		if err != nil {
 			for _, p := range pullers[:i] {
-				p.close()
+				p.Close()
 			}
 			return err
 		}
@@ -187,12 +187,12 @@ func (b *Bus) consume(ctx context.Context, cfg ConsumeConfig, h Handler, ensure 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer p.close()
+			defer p.Close()
 			for ctx.Err() == nil {
 				mu.Lock()
 				seen := made
 				mu.Unlock()
-				m, err := p.next(ctx)
+				m, err := p.Next(ctx)
 				if err != nil {
 					if ctx.Err() != nil || errors.Is(err, nats.ErrTimeout) {
 						continue
@@ -275,7 +275,7 @@ func (b *Bus) ensureConsumer(ctx context.Context, cfg ConsumeConfig) (jetstream.
 	return cons, nil
 }
 
-func (b *Bus) handle(ctx context.Context, cfg ConsumeConfig, h Handler, m consumed) {
+func (b *Bus) handle(ctx context.Context, cfg ConsumeConfig, h Handler, m Pulled) {
 	env, err := events.Decode(m.Headers(), m.Data())
 	if err != nil {
 		b.log.Warn("malformed message terminated", "subject", m.Subject(), "consumer", cfg.Durable, "err", err)

@@ -11,8 +11,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// A puller asks a durable pull consumer for one message at a time over a
-// subscription of its own, kept for as long as its Consume loop runs
+// A Puller asks a durable pull consumer for one message at a time over a
+// subscription of its own, kept for as long as its loop runs (a Consume
+// loop, a Watermill subscription)
 // (JetStream's pull protocol, ADR-13: a request to
 // $JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer> whose reply subject gets
 // the message, heartbeats and status messages).
@@ -26,7 +27,7 @@ import (
 // the two messages a step consumes (its request, its reply).
 // BenchmarkWorkflowsParallel's profiles showed that near a tenth of the
 // process's CPU and most of the nats.go connection's lock contention.
-type puller struct {
+type Puller struct {
 	nc      *nats.Conn
 	subject string // where requests go
 	inbox   string // request n gets the reply subject inbox + n
@@ -50,10 +51,15 @@ const (
 // message and a few heartbeats and statuses of requests given up on.
 const pullBuffer = 64
 
-// newPuller subscribes a puller for consumer on stream; heartbeat is
-// pullHeartbeat but in tests.
-func newPuller(nc *nats.Conn, stream, consumer string, heartbeat time.Duration) (*puller, error) {
-	p := &puller{
+// NewPuller subscribes a Puller for the durable consumer on stream. It
+// is for one goroutine; Close it when done.
+func (b *Bus) NewPuller(stream, consumer string) (*Puller, error) {
+	return newPuller(b.nc, stream, consumer, pullHeartbeat)
+}
+
+// newPuller is NewPuller on nc; heartbeat is pullHeartbeat but in tests.
+func newPuller(nc *nats.Conn, stream, consumer string, heartbeat time.Duration) (*Puller, error) {
+	p := &Puller{
 		nc:      nc,
 		subject: "$JS.API.CONSUMER.MSG.NEXT." + stream + "." + consumer,
 		inbox:   nc.NewInbox() + ".",
@@ -74,14 +80,15 @@ func newPuller(nc *nats.Conn, stream, consumer string, heartbeat time.Duration) 
 	return p, nil
 }
 
-func (p *puller) close() { _ = p.sub.Unsubscribe() }
+// Close gives the Puller's subscription up.
+func (p *Puller) Close() { _ = p.sub.Unsubscribe() }
 
-// next asks for one message and waits for it. nats.ErrTimeout means the
+// Next asks for one message and waits for it, or for ctx to end. nats.ErrTimeout means the
 // request expired with nothing to deliver, jetstream.ErrNoHeartbeat that
 // the server stopped answering it; both want another request. A consumer
 // that no longer exists answers jetstream.ErrConsumerDeleted (deleted
 // under the request) or nats.ErrNoResponders (no such consumer).
-func (p *puller) next(ctx context.Context) (consumed, error) {
+func (p *Puller) Next(ctx context.Context) (Pulled, error) {
 	p.n++
 	reply := p.inbox + strconv.FormatUint(p.n, 10)
 	if err := p.nc.PublishRequest(p.subject, reply, p.request); err != nil {
@@ -140,14 +147,16 @@ func pullStatus(status, description string) error {
 	return fmt.Errorf("bus: pull request answered %s %s", status, description)
 }
 
-// consumed is what a Consume loop needs of a delivered message: a
-// jetstream.Msg, or a pulledMsg.
-type consumed interface {
+// Pulled is a message a Puller got: what its consumers need of a
+// jetstream.Msg, which satisfies it too.
+type Pulled interface {
 	Headers() nats.Header
 	Data() []byte
 	Subject() string
 	Metadata() (*jetstream.MsgMetadata, error)
 	Ack() error
+	// DoubleAck acks and waits for the server to confirm it.
+	DoubleAck(ctx context.Context) error
 	Nak() error
 	NakWithDelay(delay time.Duration) error
 	TermWithReason(reason string) error
@@ -164,6 +173,13 @@ func (p pulledMsg) Subject() string      { return p.m.Subject }
 func (p pulledMsg) Ack() error           { return p.answer("+ACK") }
 func (p pulledMsg) Nak() error           { return p.answer("-NAK") }
 func (p pulledMsg) InProgress() error    { return p.answer("+WPI") }
+
+func (p pulledMsg) DoubleAck(ctx context.Context) error {
+	if p.m.Reply == "" || p.m.Sub == nil {
+		return jetstream.ErrMsgNoReply
+	}
+	return p.m.AckSync(nats.Context(ctx))
+}
 
 func (p pulledMsg) NakWithDelay(delay time.Duration) error {
 	if delay <= 0 {

@@ -241,7 +241,7 @@ func TestPullerOutlivesItsConsumerLeader(t *testing.T) {
 	}
 	t.Cleanup(nc.Close)
 	const beat = 250 * time.Millisecond
-	p, err := bus.NewPuller(nc, "PULLS", "p", beat)
+	p, err := bus.NewPullerOn(nc, "PULLS", "p", beat)
 	if err != nil {
 		t.Fatal(err)
 	}
