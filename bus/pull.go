@@ -13,10 +13,10 @@ import (
 
 // A Puller asks a durable pull consumer for one message at a time over a
 // subscription of its own, kept for as long as its loop runs (a Consume
-// loop, a Watermill subscription)
-// (JetStream's pull protocol, ADR-13: a request to
-// $JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer> whose reply subject gets
-// the message, heartbeats and status messages).
+// loop, a Watermill subscription), in JetStream's pull protocol (ADR-13:
+// a request to $JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer> whose reply
+// subject gets the message, heartbeats and status messages). A request
+// given up on takes its subscription with it (renew).
 //
 // It does what nats.go's Consumer.Next does for one message, less what
 // a loop pulling message after message pays for: Next subscribes to a new
@@ -37,6 +37,9 @@ type Puller struct {
 	beat    time.Duration // the heartbeat asked for
 	timer   *time.Timer   // the heartbeat watch
 	n       uint64        // requests made
+	// abandoned: the last request was given up on (its heartbeats stopped,
+	// or its caller's context ended) while the server may still hold it.
+	abandoned bool
 }
 
 // Pull request settings: as nats.go's Next (a request expires after 30 s
@@ -47,8 +50,8 @@ const (
 	pullHeartbeat = 5 * time.Second
 )
 
-// pullBuffer bounds what a puller's subscription holds unread: at most a
-// message and a few heartbeats and statuses of requests given up on.
+// pullBuffer bounds what a Puller's subscription holds unread: at most a
+// message and a few heartbeats and statuses.
 const pullBuffer = 64
 
 // NewPuller subscribes a Puller for the durable consumer on stream. It
@@ -69,15 +72,60 @@ func newPuller(nc *nats.Conn, stream, consumer string, heartbeat time.Duration) 
 		timer:   time.NewTimer(time.Hour),
 	}
 	p.timer.Stop()
-	sub, err := nc.ChanSubscribe(p.inbox+"*", p.msgs)
+	if err := p.subscribe(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Puller) subscribe() error {
+	sub, err := p.nc.ChanSubscribe(p.inbox+"*", p.msgs)
 	if err != nil {
-		return nil, fmt.Errorf("bus: pull from %s: subscribe: %w", consumer, err)
+		return fmt.Errorf("bus: pull (%s): subscribe: %w", p.subject, err)
 	}
 	// The channel is the bound that matters; nats.go's own pending limits
 	// must not drop before it.
 	_ = sub.SetPendingLimits(-1, -1)
 	p.sub = sub
-	return p, nil
+	return nil
+}
+
+// renew replaces the subscription a request was given up on, so that the
+// server, if it still holds that request, finds no one to deliver to and
+// keeps its message for another pull: a message taken while this Puller's
+// loop runs a handler would wait out its AckWait and run twice. A message
+// that came for it in the meantime is returned, to run now; a second one
+// (never: a request is for one) would be naked.
+func (p *Puller) renew() (Pulled, error) {
+	_ = p.sub.Unsubscribe()
+	var got Pulled
+	for drained := false; !drained; {
+		select {
+		case m := <-p.msgs:
+			if isStatus(m) {
+				continue
+			}
+			if got == nil {
+				got = pulledMsg{m}
+			} else {
+				_ = pulledMsg{m}.Nak()
+			}
+		default:
+			drained = true
+		}
+	}
+	p.inbox, p.msgs = p.nc.NewInbox()+".", make(chan *nats.Msg, pullBuffer)
+	if err := p.subscribe(); err != nil {
+		return got, err
+	}
+	p.abandoned = false
+	return got, nil
+}
+
+// isStatus reports whether m is a status message (a heartbeat, a request's
+// end), not a stream message.
+func isStatus(m *nats.Msg) bool {
+	return len(m.Data) == 0 && m.Header != nil && m.Header.Get("Status") != ""
 }
 
 // Close gives the Puller's subscription up.
@@ -89,6 +137,11 @@ func (p *Puller) Close() { _ = p.sub.Unsubscribe() }
 // that no longer exists answers jetstream.ErrConsumerDeleted (deleted
 // under the request) or nats.ErrNoResponders (no such consumer).
 func (p *Puller) Next(ctx context.Context) (Pulled, error) {
+	if p.abandoned {
+		if m, err := p.renew(); m != nil || err != nil {
+			return m, err
+		}
+	}
 	p.n++
 	reply := p.inbox + strconv.FormatUint(p.n, 10)
 	if err := p.nc.PublishRequest(p.subject, reply, p.request); err != nil {
@@ -99,24 +152,20 @@ func (p *Puller) Next(ctx context.Context) (Pulled, error) {
 	for {
 		select {
 		case <-ctx.Done():
+			p.abandoned = true
 			return nil, ctx.Err()
 		case <-p.timer.C:
+			p.abandoned = true
 			return nil, jetstream.ErrNoHeartbeat
 		case m := <-p.msgs:
-			status := ""
-			if len(m.Data) == 0 && m.Header != nil {
-				status = m.Header.Get("Status")
-			}
-			if status == "" {
-				// A message, perhaps for a request given up on: take it
-				// all the same, or it would wait out its AckWait.
+			if !isStatus(m) {
 				return pulledMsg{m}, nil
 			}
 			if m.Subject != reply {
-				continue // about a request given up on
+				continue // about an earlier request, ended
 			}
 			p.timer.Reset(2 * p.beat)
-			if err := pullStatus(status, m.Header.Get("Description")); err != nil {
+			if err := pullStatus(m.Header.Get("Status"), m.Header.Get("Description")); err != nil {
 				return nil, err
 			}
 		}

@@ -296,3 +296,63 @@ func TestPullerOutlivesItsConsumerLeader(t *testing.T) {
 		return
 	}
 }
+
+// TestPullerForgetsARequestItGaveUp: a request whose heartbeats stopped is
+// given up on, and so is the subscription it replies to. A message the
+// server still delivers to it before the next pull is taken then; after
+// that the server finds no one at the old reply subject, so a late
+// delivery cannot wait in this Puller's buffer while its loop runs a
+// handler (and out its AckWait). A plain subscriber stands in for a
+// consumer leader that takes requests and falls silent, which a real one
+// does only when it is cut off.
+func TestPullerForgetsARequestItGaveUp(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	nc := env.Bus.Conn()
+	ctx := testCtx(t)
+	requests := make(chan string, 8)
+	silent, err := nc.Subscribe("$JS.API.CONSUMER.MSG.NEXT.SILENT.c", func(m *nats.Msg) { requests <- m.Reply })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = silent.Unsubscribe() })
+	const beat = 100 * time.Millisecond
+	p, err := bus.NewPullerOn(nc, "SILENT", "c", beat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+
+	if _, err := p.Next(ctx); !errors.Is(err, jetstream.ErrNoHeartbeat) {
+		t.Fatalf("a pull nobody answers ended with %v, want no heartbeat", err)
+	}
+	first := recv(t, requests, "the first pull request")
+	late := nats.NewMsg(first)
+	late.Data = []byte("late")
+	if err := nc.PublishMsg(late); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil { // the late message is in the Puller's buffer once this returns
+		t.Fatal(err)
+	}
+	m, err := p.Next(ctx)
+	if err != nil || string(m.Data()) != "late" {
+		t.Fatalf("the next pull gave %v, %v; want the message that came late for the first", m, err)
+	}
+
+	errc := make(chan error, 1)
+	go func() {
+		m, err := p.Next(ctx)
+		if err == nil {
+			err = fmt.Errorf("got %q", m.Data())
+		}
+		errc <- err
+	}()
+	recv(t, requests, "the second pull request")
+	if _, err := nc.Request(first, []byte("later"), testTimeout); !errors.Is(err, nats.ErrNoResponders) {
+		t.Errorf("a delivery to the first request's reply subject: %v, want no responders (nobody listens there any more)", err)
+	}
+	if err := recv(t, errc, "the second pull's end"); !errors.Is(err, jetstream.ErrNoHeartbeat) {
+		t.Errorf("the second pull ended with %v, want no heartbeat (and not the message sent to the first)", err)
+	}
+}
