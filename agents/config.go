@@ -24,9 +24,10 @@ import (
 // Hatchet's workers default to 100 slots, Temporal's Go SDK to 1,000
 // activities. It was 8 until November 2026, which parked most steps of
 // 64 echo chains in flight for flow control (BenchmarkWorkflowsParallel64
-// +24 to +29 % at 32, three same-run pairs). Flow control counts its window in slots, so a
-// quiet tenant still waits about the same number of rounds behind a busy
-// one. A CPU-bound agent wants about as many as the cores it may use.
+// +24 to +29 % at 32, three same-run pairs). Flow control counts its
+// window in slots, so a quiet tenant still waits about the same number of
+// rounds behind a busy one. A CPU-bound agent wants about as many as the
+// cores it may use.
 const DefaultConcurrency = 32
 
 // WorkerConfig configures a Worker. The zero value of every field but Bus

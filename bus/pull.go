@@ -131,11 +131,12 @@ func isStatus(m *nats.Msg) bool {
 // Close gives the Puller's subscription up.
 func (p *Puller) Close() { _ = p.sub.Unsubscribe() }
 
-// Next asks for one message and waits for it, or for ctx to end. nats.ErrTimeout means the
-// request expired with nothing to deliver, jetstream.ErrNoHeartbeat that
-// the server stopped answering it; both want another request. A consumer
-// that no longer exists answers jetstream.ErrConsumerDeleted (deleted
-// under the request) or nats.ErrNoResponders (no such consumer).
+// Next asks for one message and waits for it, or for ctx to end.
+// nats.ErrTimeout means the request expired with nothing to deliver,
+// jetstream.ErrNoHeartbeat that the server stopped answering it; both
+// want another request. A consumer that no longer exists answers
+// jetstream.ErrConsumerDeleted (deleted under the request) or
+// nats.ErrNoResponders (no such consumer).
 func (p *Puller) Next(ctx context.Context) (Pulled, error) {
 	if p.abandoned {
 		if m, err := p.renew(); m != nil || err != nil {
