@@ -60,6 +60,14 @@ type WorkerConfig struct {
 	// an outage would be spent, and the step dead-lettered after
 	// MaxDeliver of them although its agent answered each time.
 	ReplyRetry time.Duration
+	// HandWait is how long a step's answer, handed straight to an
+	// orchestrator (bus.Hand on subjects.Result), waits for it to be
+	// recorded before it goes the durable way, through the replies
+	// stream, instead; at most AckWait/4. Default 2s; negative: every
+	// answer goes through the stream. Handed, an answer skips a replicated
+	// write and a delivery: the orchestrator records it in the workflow's
+	// checkpoint before it says so.
+	HandWait time.Duration
 	// Heartbeat is the registry refresh interval; a registration lives
 	// 3·Heartbeat (rounded up to whole seconds, at least 1s) unless
 	// refreshed, and reads "unreachable" after 2·Heartbeat. Default 5s.
@@ -107,6 +115,7 @@ func (c *WorkerConfig) setDefaults() {
 	def(&c.RetryMax, 10*time.Second)
 	def(&c.StepTimeout, 5*time.Minute)
 	def(&c.ReplyRetry, 30*time.Second)
+	def(&c.HandWait, 2*time.Second)
 	def(&c.Heartbeat, discovery.DefaultHeartbeat)
 	def(&c.ShutdownGrace, 10*time.Second)
 	if c.PayloadThreshold == 0 {

@@ -334,6 +334,9 @@ func (w *Worker) reply(ctx context.Context, d *bus.Delivery, req Request, typ ev
 		return err
 	}
 	traceEnvelope(ctx, &env)
+	if w.hand(ctx, req, env) {
+		return nil
+	}
 	// The first try is bounded well inside AckWait, since nothing holds
 	// the step while it waits (bus.Publish waits out an election until its
 	// context ends); the tries after it run under in-progress acks.
@@ -354,6 +357,30 @@ func (w *Worker) reply(ctx context.Context, d *bus.Delivery, req Request, typ ev
 			return err
 		}
 	}
+}
+
+// hand gives a step's answer straight to an orchestrator and reports
+// whether one recorded it. Any failure (no orchestrator listening, one that
+// did not answer in HandWait, a refusal) leaves the answer to the replies
+// stream; if an orchestrator recorded it after all, the copy from the
+// stream finds its attempt answered and changes nothing.
+func (w *Worker) hand(ctx context.Context, req Request, env events.Envelope) bool {
+	if w.cfg.HandWait < 0 {
+		return false
+	}
+	subj, err := subjects.Result(req.TenantID, req.WorkflowID)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, min(w.cfg.HandWait, w.cfg.AckWait/4))
+	defer cancel()
+	if err := w.cfg.Bus.Hand(ctx, subj, env); err != nil {
+		if !errors.Is(err, bus.ErrNoResponder) {
+			w.log.Debug("step answer not taken; sent through the replies stream", "workflow", req.WorkflowID, "step", req.StepID, "err", err)
+		}
+		return false
+	}
+	return true
 }
 
 // publishWithin publishes with a deadline of limit from now.

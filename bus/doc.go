@@ -2,7 +2,8 @@
 // provisioning of the JetStream streams and KV buckets of DESIGN.md §2,
 // publishing CloudEvents with deterministic Nats-Msg-Id dedup keys (sent
 // again, with the same key, while a stream elects a leader: election.go),
-// durable consume loops with explicit acks, ordered replay of a workflow's
+// durable consume loops with explicit acks, core request/verdict hand-offs
+// for what a durable way backs (hand.go: Hand and Take), ordered replay of a workflow's
 // event log, the KV stores (checkpoints, control; a "not found" is
 // confirmed by the bucket's leader), and what a reconciler asks of the
 // server (reconcile.go: where a consumer stands on a stored message, a

@@ -18,6 +18,10 @@ import (
 // queue, so every worker sees every cancel.
 const ControlQueue = "orchestrators"
 
+// ResultQueue is the queue group in which orchestrators take the results
+// workers hand them (subjects.Result): one of them gets each.
+const ResultQueue = "orchestrators"
+
 // handleControl applies a control message and answers it if asked.
 // Messages an orchestrator sent itself (the cancel that tells workers to
 // stop a timed-out workflow's steps) are for workers only.

@@ -370,8 +370,9 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	return o, nil
 }
 
-// Run consumes submissions, replies, timers and control messages, and scans
-// active checkpoints now and then, until ctx ends.
+// Run consumes submissions, replies, timers and control messages, takes
+// the results workers hand it, and scans active checkpoints now and then,
+// until ctx ends.
 func (o *Orchestrator) Run(ctx context.Context) error {
 	if err := o.bus.SubscribeControl(ctx, subjects.AllControl, ControlQueue, o.handleControl); err != nil {
 		return err
@@ -401,8 +402,12 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			AckWait: o.cfg.AckWait, Concurrency: o.cfg.Concurrency, MaxDeliver: -1,
 		}, o.handleTimer)
 	}()
-	var schedErr error
+	var schedErr, takeErr error
 	wg.Go(func() { schedErr = o.runSchedules(ctx) })
+	wg.Go(func() {
+		takeErr = o.bus.Take(ctx, bus.TakeConfig{Subject: subjects.AllResults, Queue: ResultQueue,
+			Concurrency: o.cfg.Concurrency}, o.handleResult)
+	})
 	if o.cfg.StepLease > 0 {
 		wg.Add(1)
 		go func() { defer wg.Done(); o.scan.run(ctx) }()
@@ -421,7 +426,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	wg.Wait()
 	o.cancelBackground()
 	o.background.Wait()
-	return errors.Join(append(errs, schedErr)...)
+	return errors.Join(append(errs, schedErr, takeErr)...)
 }
 
 // Checkpoint returns a workflow's current checkpoint, or bus.ErrNotFound.

@@ -32,6 +32,7 @@ func BenchmarkReplicas(b *testing.B) {
 			s := startOn(b, setup.env(b))
 			b.Run("chain-10", func(b *testing.B) { benchChains(b, s, 10) })
 			b.Run("parallel-16", func(b *testing.B) { benchParallel(b, s, 16) })
+			b.Run("parallel-64", func(b *testing.B) { benchParallel(b, s, 64) })
 		})
 	}
 }

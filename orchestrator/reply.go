@@ -22,23 +22,9 @@ func (o *Orchestrator) handleReply(ctx context.Context, d *bus.Delivery) (err er
 	if env.TenantID != p.Tenant {
 		return fmt.Errorf("%w: ce-tenantid %q differs from the subject's tenant %q", bus.ErrPoison, env.TenantID, p.Tenant)
 	}
-	ctx, span := o.startReply(ctx, d, p.Tenant, p.Last)
+	ctx, span := o.startReply(ctx, d.Subject, env, p.Tenant, p.Last, d.Delivered)
 	defer func() { endSpan(span, err) }()
-	var in workflow.Input
-	switch env.Type {
-	case events.TypeStepCompleted:
-		var r events.StepCompleted
-		if err := env.Unmarshal(&r); err != nil {
-			return fmt.Errorf("%w: %w", bus.ErrPoison, err)
-		}
-		in = workflow.Completed{StepCompleted: r}
-	case events.TypeStepFailed:
-		var r events.StepFailed
-		if err := env.Unmarshal(&r); err != nil {
-			return fmt.Errorf("%w: %w", bus.ErrPoison, err)
-		}
-		in = workflow.Failed{StepFailed: r}
-	case events.TypeDeadline:
+	if env.Type == events.TypeDeadline {
 		var dl events.Deadline
 		if err := env.Unmarshal(&dl); err != nil {
 			return fmt.Errorf("%w: %w", bus.ErrPoison, err)
@@ -47,8 +33,10 @@ func (o *Orchestrator) handleReply(ctx context.Context, d *bus.Delivery) (err er
 			return &bus.RetryAfter{Delay: wait}
 		}
 		return o.expire(ctx, p.Tenant, p.Last)
-	default:
-		return fmt.Errorf("%w: %s on a reply subject", bus.ErrPoison, env.Type)
+	}
+	in, err := answer(env)
+	if err != nil {
+		return fmt.Errorf("%w: %w", bus.ErrPoison, err)
 	}
 	_, err = o.apply(ctx, p.Tenant, p.Last, in)
 	switch {
@@ -65,6 +53,50 @@ func (o *Orchestrator) handleReply(ctx context.Context, d *bus.Delivery) (err er
 		return fmt.Errorf("%w: reply for unknown workflow %s (after %d deliveries)", bus.ErrPoison, p.Last, d.Delivered)
 	}
 	return err
+}
+
+// handleResult records a step's result that a worker handed straight to
+// this orchestrator (bus.Hand) and moves the workflow on, as handleReply
+// does with one from the replies stream. Any error sends the worker the
+// durable way, so nothing is judged here: not a poison, not an unknown
+// workflow. An answer taken here and then sent the durable way too, because
+// the worker stopped waiting, is recorded once: the second finds its
+// attempt already answered.
+func (o *Orchestrator) handleResult(ctx context.Context, subject string, env events.Envelope) (err error) {
+	p, err := subjects.Parse(subject)
+	if err != nil || p.Kind != "result" {
+		return fmt.Errorf("not a result subject: %q", subject)
+	}
+	if env.TenantID != p.Tenant {
+		return fmt.Errorf("ce-tenantid %q differs from the subject's tenant %q", env.TenantID, p.Tenant)
+	}
+	ctx, span := o.startReply(ctx, subject, env, p.Tenant, p.Last, 1)
+	defer func() { endSpan(span, err) }()
+	in, err := answer(env)
+	if err != nil {
+		return err
+	}
+	_, err = o.apply(ctx, p.Tenant, p.Last, in)
+	return err
+}
+
+// answer reads a step's answer: its result or its failure.
+func answer(env events.Envelope) (workflow.Input, error) {
+	switch env.Type {
+	case events.TypeStepCompleted:
+		var r events.StepCompleted
+		if err := env.Unmarshal(&r); err != nil {
+			return nil, err
+		}
+		return workflow.Completed{StepCompleted: r}, nil
+	case events.TypeStepFailed:
+		var r events.StepFailed
+		if err := env.Unmarshal(&r); err != nil {
+			return nil, err
+		}
+		return workflow.Failed{StepFailed: r}, nil
+	}
+	return nil, fmt.Errorf("%s is not a step's answer", env.Type)
 }
 
 // unknownReplyTries is how many deliveries a reply for a workflow with no

@@ -70,11 +70,11 @@ func root(ctx context.Context, cp *workflow.Checkpoint) context.Context {
 
 // startReply starts the span of handling a step's reply, a child of the
 // worker's run span that the reply's ce-traceparent names.
-func (o *Orchestrator) startReply(ctx context.Context, d *bus.Delivery, tenant, workflow string) (context.Context, trace.Span) {
-	attrs := append(messaging(semconv.MessagingOperationTypeProcess, "process", d.Subject, d.Envelope.ID),
-		attrTenant.String(tenant), attrWorkflow.String(workflow), attrStep.String(d.Envelope.StepID),
-		attrDelivery.Int64(int64(d.Delivered)))
-	return o.tracer.Start(d.Envelope.Context(ctx), "step reply",
+func (o *Orchestrator) startReply(ctx context.Context, subject string, env events.Envelope, tenant, workflow string, delivered uint64) (context.Context, trace.Span) {
+	attrs := append(messaging(semconv.MessagingOperationTypeProcess, "process", subject, env.ID),
+		attrTenant.String(tenant), attrWorkflow.String(workflow), attrStep.String(env.StepID),
+		attrDelivery.Int64(int64(delivered)))
+	return o.tracer.Start(env.Context(ctx), "step reply",
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
 }
 

@@ -49,12 +49,14 @@ const (
 	ConsumerReplies = "orchestrator-replies"
 )
 
-// Wildcard filters that the streams capture; each matches exactly one kind of
-// subject for every tenant.
+// Wildcard filters, each matching exactly one kind of subject for every
+// tenant. Streams capture all but control messages and results, which
+// travel as core NATS messages.
 const (
 	AllSubmissions = Root + ".*.workflow.submit"
 	AllSteps       = Root + ".*.step.*"
 	AllReplies     = Root + ".*.reply.*"
+	AllResults     = Root + ".*.result.*"
 	AllEvents      = Root + ".*.events.*"
 	AllControl     = Root + ".*.control.*"
 	AllDeadLetters = Root + ".*.deadletter.*"

@@ -24,6 +24,13 @@ func Reply(tenant, workflow string) (string, error) {
 	return join(tenant, "reply", "workflow", workflow)
 }
 
+// Result returns "agentbus.<tenant>.result.<workflow>": where a worker
+// hands a step's answer straight to an orchestrator as a core NATS
+// request. No stream captures it; the reply subject is the durable way.
+func Result(tenant, workflow string) (string, error) {
+	return join(tenant, "result", "workflow", workflow)
+}
+
 // Events returns "agentbus.<tenant>.events.<workflow>".
 func Events(tenant, workflow string) (string, error) {
 	return join(tenant, "events", "workflow", workflow)
@@ -95,7 +102,7 @@ var ErrNotAgentbus = errors.New("subjects: not an agentbus subject")
 // Parsed is a subject split into its parts.
 type Parsed struct {
 	Tenant string
-	Kind   string // "workflow", "step", "reply", "events", "control", "deadletter", "documents"
+	Kind   string // "workflow", "step", "reply", "result", "events", "control", "deadletter", "documents", …
 	Last   string // capability, workflow id or document operation; "submit" for submissions
 }
 
@@ -118,7 +125,7 @@ func Parse(subject string) (Parsed, error) {
 		if err := ValidCapability(p.Last); err != nil {
 			return Parsed{}, err
 		}
-	case "reply", "events", "control":
+	case "reply", "result", "events", "control":
 		if err := ValidWorkflow(p.Last); err != nil {
 			return Parsed{}, err
 		}

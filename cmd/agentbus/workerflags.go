@@ -228,6 +228,8 @@ type workerFlags struct {
 	concurrency, maxDeliver            int
 	ackWait, stepTimeout, heartbeat    time.Duration
 	retryBase, retryMax, shutdownGrace time.Duration
+	// handWait is --hand-wait; 0 turns handing off.
+	handWait time.Duration
 	// tracer, when set, records the workers' spans (otel.go).
 	tracer trace.TracerProvider
 	// web configures the web graph's agents (webflags.go).
@@ -251,6 +253,7 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.retryBase, "retry-base", 250*time.Millisecond, "first retry delay of a failing step (doubles each time)")
 	fl.DurationVar(&f.retryMax, "retry-max", 10*time.Second, "longest retry delay")
 	fl.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, time for in-flight steps to finish before they are handed back")
+	fl.DurationVar(&f.handWait, "hand-wait", 2*time.Second, "a step's answer is handed straight to an orchestrator, which records it before it says so; past this wait (at most a quarter of --ack-wait) it goes through the replies stream instead (0: always through the stream)")
 	fl.StringArrayVar(&f.mcpServers, "mcp-server", nil, mcpServerHelp)
 	f.payloadThreshold = defaultPayloadThreshold
 	fl.Var(&f.payloadThreshold, "payload-threshold", "a step output or artifact larger than this is stored in object store AGENTBUS_PAYLOADS and travels as a reference (256KiB, 1MiB, a byte count, or off)")
@@ -285,13 +288,22 @@ func (f *workerFlags) worker(ctx context.Context, d agentDeps) (*agents.Worker, 
 		Bus: d.b, Agents: list, Concurrency: f.concurrency, MaxDeliver: f.maxDeliver, AckWait: f.ackWait,
 		StepTimeout: f.stepTimeout, Heartbeat: f.heartbeat, RetryBase: f.retryBase, RetryMax: f.retryMax,
 		ShutdownGrace: f.shutdownGrace, Logger: d.log, Metrics: d.metrics.workerMetrics(),
-		TracerProvider: f.tracer, PayloadThreshold: int(f.payloadThreshold),
+		TracerProvider: f.tracer, PayloadThreshold: int(f.payloadThreshold), HandWait: handWait(f.handWait),
 	})
 	if err != nil {
 		closeAgents()
 		return nil, nil, &exitError{code: exitUsage, msg: err.Error()}
 	}
 	return w, closeAgents, nil
+}
+
+// handWait is --hand-wait as agents.WorkerConfig reads it: 0 there means
+// the default, off is negative.
+func handWait(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // defaultWorkerFlags are the flags' defaults, for callers that build

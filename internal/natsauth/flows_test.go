@@ -173,58 +173,72 @@ func TestTenantOwnFlows(t *testing.T) {
 		follow(ctx, t, ac, "wf-2", ofType(events.TypeCancelled))
 	})
 
-	t.Run("its own worker serves a step", func(t *testing.T) {
-		ac.t = t
-		aw := e.connect(natsauth.WorkerUser("acme"))
-		aw.t = t
-		name, err := natsauth.StepConsumer("acme", tenantCapability)
-		if err != nil {
-			t.Fatal(err)
+	for _, way := range []struct {
+		name, workflow string
+		hand           bool
+	}{
+		{"its own worker serves a step", "wf-3", false},
+		{"its own worker hands a step's result straight to an orchestrator", "wf-4", true},
+	} {
+		t.Run(way.name, func(t *testing.T) { ownWorkerServes(ctx, t, e, ac, way.workflow, way.hand) })
+	}
+}
+
+// ownWorkerServes has acme's worker user serve one step of workflow, its
+// answer handed to an orchestrator or published on the replies stream.
+func ownWorkerServes(ctx context.Context, t *testing.T, e *env, ac *client, wf string, hand bool) {
+	ac.t = t
+	aw := e.connect(natsauth.WorkerUser("acme"))
+	aw.t = t
+	name, err := natsauth.StepConsumer("acme", tenantCapability)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := aw.js.CreateOrUpdateConsumer(ctx, subjects.StreamSteps, jetstream.ConsumerConfig{
+		Durable: name, FilterSubject: "agentbus.acme.step." + tenantCapability, AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatalf("acme's worker creates %s: %v", name, err)
+	}
+	if _, _, err := aw.subscribe("agentbus.acme.control.*"); err != nil {
+		t.Errorf("acme's worker listens for cancels: %v", err)
+	}
+	submit(ctx, t, ac, wf, map[string]any{"plan": map[string]any{"steps": []map[string]any{
+		{"id": "t1", "capability": tenantCapability, "input": "hola"}}}})
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(deadline))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := 0
+	for m := range batch.Messages() {
+		served++
+		if err := serveStep(ctx, aw, m, hand); err != nil {
+			t.Fatalf("acme's worker: %v", err)
 		}
-		cons, err := aw.js.CreateOrUpdateConsumer(ctx, subjects.StreamSteps, jetstream.ConsumerConfig{
-			Durable: name, FilterSubject: "agentbus.acme.step." + tenantCapability, AckPolicy: jetstream.AckExplicitPolicy})
-		if err != nil {
-			t.Fatalf("acme's worker creates %s: %v", name, err)
-		}
-		if _, _, err := aw.subscribe("agentbus.acme.control.*"); err != nil {
-			t.Errorf("acme's worker listens for cancels: %v", err)
-		}
-		submit(ctx, t, ac, "wf-3", map[string]any{"plan": map[string]any{"steps": []map[string]any{
-			{"id": "t1", "capability": tenantCapability, "input": "hola"}}}})
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(deadline))
-		if err != nil {
-			t.Fatal(err)
-		}
-		served := 0
-		for m := range batch.Messages() {
-			served++
-			if err := serveStep(ctx, aw, m); err != nil {
-				t.Fatalf("acme's worker: %v", err)
+	}
+	if served != 1 {
+		t.Fatalf("acme's worker pulled %d steps (%v)", served, batch.Error())
+	}
+	var progress bool
+	follow(ctx, t, ac, wf, func(m jetstream.Msg) bool {
+		progress = progress || strings.Contains(string(m.Data()), "translating")
+		if ofType(events.TypeComplete)(m) {
+			if !strings.Contains(string(m.Data()), "HOLA") {
+				t.Errorf("complete: %s, want the worker's output", m.Data())
 			}
+			return true
 		}
-		if served != 1 {
-			t.Fatalf("acme's worker pulled %d steps (%v)", served, batch.Error())
-		}
-		var progress bool
-		follow(ctx, t, ac, "wf-3", func(m jetstream.Msg) bool {
-			progress = progress || strings.Contains(string(m.Data()), "translating")
-			if ofType(events.TypeComplete)(m) {
-				if !strings.Contains(string(m.Data()), "HOLA") {
-					t.Errorf("complete: %s, want the worker's output", m.Data())
-				}
-				return true
-			}
-			return ofType(events.TypeError)(m)
-		})
-		if !progress {
-			t.Error("acme's client never saw its worker's progress event")
-		}
+		return ofType(events.TypeError)(m)
 	})
+	if !progress {
+		t.Error("acme's client never saw its worker's progress event")
+	}
 }
 
 // serveStep does what an agent in any language does with a step: an
-// in-progress ack, a progress event, the reply, then the ack.
-func serveStep(ctx context.Context, c *client, m jetstream.Msg) error {
+// in-progress ack, a progress event, the reply (handed to an orchestrator
+// by a request on the result subject, or published on the replies
+// stream), then the ack.
+func serveStep(ctx context.Context, c *client, m jetstream.Msg, hand bool) error {
 	var step struct {
 		StepID     string          `json:"step_id"`
 		Capability string          `json:"capability"`
@@ -256,9 +270,15 @@ func serveStep(ctx context.Context, c *client, m jetstream.Msg) error {
 	}
 	reply := ceHeaders(string(events.TypeStepCompleted), tenant, workflow, key)
 	reply.Set("ce-stepid", step.StepID)
+	data := mustJSON(map[string]any{"step_id": step.StepID, "capability": step.Capability, "attempt": step.Attempt, "output": strings.ToUpper(in)})
+	if hand {
+		if o := c.request("agentbus."+tenant+".result."+workflow, reply, data); o.kind != "answer" || string(o.msg.Data) != "+OK" {
+			return fmt.Errorf("result handed to an orchestrator: %s", o)
+		}
+		return m.DoubleAck(ctx)
+	}
 	reply.Set("Nats-Msg-Id", key)
-	if _, err := c.js.PublishMsg(ctx, &nats.Msg{Subject: "agentbus." + tenant + ".reply." + workflow, Header: reply,
-		Data: mustJSON(map[string]any{"step_id": step.StepID, "capability": step.Capability, "attempt": step.Attempt, "output": strings.ToUpper(in)})}); err != nil {
+	if _, err := c.js.PublishMsg(ctx, &nats.Msg{Subject: "agentbus." + tenant + ".reply." + workflow, Header: reply, Data: data}); err != nil {
 		return fmt.Errorf("reply: %w", err)
 	}
 	return m.DoubleAck(ctx)

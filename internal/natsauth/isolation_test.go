@@ -128,6 +128,7 @@ func attempts() []attempt {
 		{name: "cancel beta's workflow", as: "client", subject: "agentbus.beta.control.wf-b", body: `{"action":"cancel"}`},
 		{name: "worker publishes an event for beta", as: "worker", subject: bEvents, body: `{"forged":true}`},
 		{name: "worker replies for beta", as: "worker", subject: "agentbus.beta.reply.wf-b", body: `{"forged":true}`},
+		{name: "worker hands a result for beta", as: "worker", subject: "agentbus.beta.result.wf-b", body: `{"forged":true}`},
 		{name: "worker dead-letters for beta", as: "worker", subject: "agentbus.beta.deadletter.translate", body: `{"forged":true}`},
 		{name: "worker dispatches a step for beta", as: "worker", subject: "agentbus.beta.step.translate", body: `{"forged":true}`},
 
@@ -146,6 +147,7 @@ func attempts() []attempt {
 
 		// Roles: acme's client is no worker and its worker no client.
 		{name: "client replies to a step", as: "client", role: true, subject: "agentbus.acme.reply.wf-a", body: `{}`},
+		{name: "client hands a step's result", as: "client", role: true, subject: "agentbus.acme.result.wf-a", body: `{}`},
 		{name: "client pulls a step", as: "client", role: true, subject: api + "CONSUMER.MSG.NEXT.AGENTBUS_STEPS.acme-STEP-translate", body: `{"batch":1,"no_wait":true}`},
 		{name: "worker submits", as: "worker", role: true, subject: "agentbus.acme.workflow.submit", body: `{"query":"x"}`},
 

@@ -248,6 +248,7 @@ func tenantAccount(t Tenant) ([]Export, Account, error) {
 		events     = root + ".events.*"
 		eventsTree = root + ".events.>"
 		replies    = root + ".reply.*"
+		results    = root + ".result.*"
 		dead       = root + ".deadletter.*"
 	)
 	acc := Account{Name: name, Tenant: t.ID}
@@ -281,7 +282,7 @@ func tenantAccount(t Tenant) ([]Export, Account, error) {
 	client.Subscribe = append(client.Subscribe, stream(events))
 	worker.Subscribe = append(worker.Subscribe, stream(control))
 
-	worker.Publish = append(worker.Publish, service(replies, false), service(events, false), service(dead, false))
+	worker.Publish = append(worker.Publish, service(replies, false), service(results, false), service(events, false), service(dead, false))
 	caps := slices.Clone(t.Capabilities)
 	slices.Sort(caps)
 	for _, c := range caps {

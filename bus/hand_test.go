@@ -1,0 +1,159 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/bus/bustest"
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// take runs Take on every result subject until the test ends and returns
+// a function that stops it and waits for Take to return.
+func take(t *testing.T, b *bus.Bus, concurrency int, h func(context.Context, string, events.Envelope) error) func() {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Take(ctx, bus.TakeConfig{Subject: subjects.AllResults, Queue: "q", Concurrency: concurrency}, h)
+	}()
+	// Subscribed once a request finds a responder.
+	probe := statusEvent(t, "probe", 0)
+	deadline := time.Now().Add(testTimeout)
+	for {
+		hctx, hcancel := context.WithTimeout(context.Background(), time.Second)
+		err := b.Hand(hctx, "agentbus.default.result.probe", probe)
+		hcancel()
+		if !errors.Is(err, bus.ErrNoResponder) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Take never listened")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Take: %v", err)
+				}
+			case <-time.After(testTimeout):
+				t.Error("Take did not return after its context ended")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func TestHandIsTakenOrSaysWhyNot(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	ctx := testCtx(t)
+	msg := statusEvent(t, "wf-1", 1)
+
+	// Nobody listens: at once, not after the deadline.
+	start := time.Now()
+	if err := env.Bus.Hand(ctx, "agentbus.default.result.wf-1", msg); !errors.Is(err, bus.ErrNoResponder) {
+		t.Fatalf("with nobody taking: %v, want ErrNoResponder", err)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Errorf("no responder took %s to say so", waited)
+	}
+
+	var got atomic.Value
+	take(t, env.Bus, 1, func(_ context.Context, subject string, e events.Envelope) error {
+		if e.WorkflowID == "refused" {
+			return errors.New("not today")
+		}
+		got.Store(subject + " " + e.ID)
+		return nil
+	})
+	if err := env.Bus.Hand(ctx, "agentbus.default.result.wf-1", msg); err != nil {
+		t.Fatalf("taken: %v", err)
+	}
+	if want := "agentbus.default.result.wf-1 " + msg.ID; got.Load() != want {
+		t.Errorf("handler got %v, want %s", got.Load(), want)
+	}
+	err := env.Bus.Hand(ctx, "agentbus.default.result.refused", statusEvent(t, "refused", 1))
+	if !errors.Is(err, bus.ErrNotTaken) || !strings.Contains(err.Error(), "not today") {
+		t.Errorf("refused: %v, want ErrNotTaken with the handler's reason", err)
+	}
+	// A body that is no CloudEvent is refused with the reason, unhandled.
+	resp, err := env.Bus.Conn().Request("agentbus.default.result.wf-2", []byte(`{"no":"headers"}`), testTimeout)
+	if err != nil || !strings.HasPrefix(string(resp.Data), "-ERR ") {
+		t.Errorf("malformed: %v %q, want a refusal", err, respData(resp))
+	}
+}
+
+func respData(m *nats.Msg) string {
+	if m == nil {
+		return ""
+	}
+	return string(m.Data)
+}
+
+// TestTakeBoundsItsConcurrencyAndDrains: no more than Concurrency
+// handlers run at once; a sender that stops waiting gets an error (and
+// would send the durable way); a stopping Take lets its running handlers
+// answer before it returns.
+func TestTakeBoundsItsConcurrencyAndDrains(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	ctx := testCtx(t)
+	release := make(chan struct{})
+	var running, peak atomic.Int64
+	stop := take(t, env.Bus, 2, func(ctx context.Context, _ string, e events.Envelope) error {
+		if e.WorkflowID == "probe" {
+			return nil
+		}
+		n := running.Add(1)
+		defer running.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		<-release
+		return nil
+	})
+	errs := make(chan error, 4)
+	for i := range 4 {
+		go func() {
+			hctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancel()
+			errs <- env.Bus.Hand(hctx, "agentbus.default.result.wf-c", statusEvent(t, "wf-c", i))
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err == nil {
+			t.Error("a handler blocked on release answered")
+		}
+	}
+	if p := peak.Load(); p != 2 {
+		t.Errorf("%d handlers ran at once, want 2 (the concurrency)", p)
+	}
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	select {
+	case <-stopped:
+		t.Fatal("Take returned with handlers still running")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-stopped:
+	case <-time.After(testTimeout):
+		t.Fatal("Take did not return once its handlers finished")
+	}
+}

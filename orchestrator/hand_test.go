@@ -1,0 +1,125 @@
+package orchestrator_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/agents/echo"
+	"github.com/agentbus/agentbus/bus/bustest"
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/orchestrator"
+	"github.com/agentbus/agentbus/subjects"
+	engine "github.com/agentbus/agentbus/workflow"
+)
+
+// TestHandedAnswersSkipTheRepliesStream: with an orchestrator to take
+// them, a worker's answers never reach the replies stream, and the
+// workflow runs each step once; with HandWait negative every answer goes
+// through the stream, as before.
+func TestHandedAnswersSkipTheRepliesStream(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		wait   time.Duration
+		stored uint64
+	}{{"handed", 0, 0}, {"through the stream", -1, 3}} {
+		t.Run(c.name, func(t *testing.T) {
+			env := bustest.New(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			t.Cleanup(func() { cancel(); <-done })
+			w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{echo.Agent{}},
+				HandWait: c.wait, Logger: bustest.Logger(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			go func() { defer close(done); _ = w.Run(ctx) }()
+			o, _ := startOrchestrator(t, env, orchestrator.Config{})
+			wf := "chain"
+			submit(t, env.Bus, "default", wf, events.WorkflowSubmitted{Plan: chainPlan(3)})
+			completedOnce(t, o, wf, collect(t, env.Bus, "default", wf), nil)
+			st, err := env.Bus.JetStream().Stream(t.Context(), subjects.StreamReplies)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := st.Info(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.State.LastSeq != c.stored {
+				t.Errorf("the replies stream stored %d answers, want %d", info.State.LastSeq, c.stored)
+			}
+		})
+	}
+}
+
+// TestAnswerHandedAndStreamedIsRecordedOnce: a worker that stops waiting
+// for the verdict on an answer it handed sends it through the replies
+// stream as well, and the orchestrator may have recorded the handed one
+// meanwhile (or a worker hands an answer already streamed): either way the
+// step is recorded once, the workflow moves on once, and the stream's copy
+// is consumed.
+func TestAnswerHandedAndStreamedIsRecordedOnce(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	served(t, env, "echo")
+	o, _ := startOrchestrator(t, env, orchestrator.Config{})
+	const wf = "twice"
+	submit(t, env.Bus, "default", wf, events.WorkflowSubmitted{Plan: plan(step("A", "echo"), step("B", "echo", "A"))})
+	results, _ := subjects.Result("default", wf)
+	replies, _ := subjects.Reply("default", wf)
+	hand := func(e events.Envelope) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := env.Bus.Hand(ctx, results, e); err != nil {
+			t.Fatalf("hand %s: %v", e.ID, err)
+		}
+	}
+	stream := func(e events.Envelope) {
+		t.Helper()
+		if _, err := env.Bus.Publish(context.Background(), replies, e, e.ID); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, e.ID+" consumed", func() bool { return lookup(t, env, subjects.StreamReplies, replies, e.ID) == nil })
+	}
+	answer := func(id string) events.Envelope {
+		checkpointWhen(t, o, wf, id+" dispatched", func(cp *engine.Checkpoint) bool {
+			return cp.Tasks[id].Status == events.StateWorking && len(cp.Outbox) == 0
+		})
+		out, _ := json.Marshal(id + " done")
+		key := events.StepKey("default", wf, id, 1)
+		e, err := events.New(events.TypeStepCompleted, key, events.SourceAgentPrefix+"echo", "default", wf, id,
+			events.StepCompleted{StepID: id, Capability: "echo", Attempt: 1, Output: out, Worker: "w1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	a := answer("A")
+	hand(a)
+	stream(a)
+	b := answer("B")
+	stream(b)
+	hand(b)
+
+	rs := collect(t, env.Bus, "default", wf)
+	completedOnce(t, o, wf, rs, nil)
+	for _, id := range []string{"A", "B"} {
+		completed := 0
+		for _, st := range statuses(rs, id) {
+			if st.State == events.StateCompleted {
+				completed++
+			}
+		}
+		if completed != 1 {
+			t.Errorf("step %s: %d completed statuses, want 1:%s", id, completed, describe(rs))
+		}
+	}
+}
