@@ -59,19 +59,32 @@ type TakeConfig struct {
 	// past it the subscription waits, and senders that stop waiting send
 	// the durable way.
 	Concurrency int
+	// ShutdownGrace bounds how long running handlers may go on after
+	// Take's context ends, as ConsumeConfig's does; default 10s.
+	ShutdownGrace time.Duration
 }
 
 // drainWait bounds how long a stopping Take answers what it still holds.
 const drainWait = time.Second
 
 // Take handles every message Hand sends on cfg.Subject until ctx ends,
-// and answers each with h's verdict; h gets ctx, which ends at shutdown.
-// A message that does not decode is refused with the reason, as is one
-// that arrives while Take stops. Take returns once the messages it
-// started have been answered.
+// and answers each with h's verdict. h gets a context that outlives ctx by
+// cfg.ShutdownGrace, so that a shutdown lets it finish what it started. A
+// message that does not decode is refused with the reason, as is one that
+// arrives while Take stops. Take returns once the messages it started have
+// been answered.
 func (b *Bus) Take(ctx context.Context, cfg TakeConfig, h func(ctx context.Context, subject string, env events.Envelope) error) error {
+	if cfg.ShutdownGrace == 0 {
+		cfg.ShutdownGrace = 10 * time.Second
+	}
+	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hcancel()
 	slots := make(chan struct{}, max(cfg.Concurrency, 1))
-	var running sync.WaitGroup
+	var (
+		running sync.WaitGroup
+		mu      sync.Mutex // guards stopped, after which nothing joins running
+		stopped bool
+	)
 	answer := func(m *nats.Msg, err error) {
 		out := takenOK
 		if err != nil {
@@ -91,14 +104,24 @@ func (b *Bus) Take(ctx context.Context, cfg TakeConfig, h func(ctx context.Conte
 			answer(m, errors.New("stopping"))
 			return
 		}
-		running.Go(func() {
+		mu.Lock()
+		if stopped {
+			mu.Unlock()
+			<-slots
+			answer(m, errors.New("stopping"))
+			return
+		}
+		running.Add(1)
+		mu.Unlock()
+		go func() {
+			defer running.Done()
 			defer func() { <-slots }()
 			env, err := events.Decode(m.Header, m.Data)
 			if err == nil {
-				err = h(ctx, m.Subject, env)
+				err = h(hctx, m.Subject, env)
 			}
 			answer(m, err)
-		})
+		}()
 	})
 	if err != nil {
 		return fmt.Errorf("bus: subscribe %s: %w", cfg.Subject, err)
@@ -113,6 +136,16 @@ func (b *Bus) Take(ctx context.Context, cfg TakeConfig, h func(ctx context.Conte
 		case <-time.After(drainWait):
 		}
 	}
-	running.Wait()
+	mu.Lock()
+	stopped = true
+	mu.Unlock()
+	done := make(chan struct{})
+	go func() { running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(cfg.ShutdownGrace):
+		hcancel()
+		<-done
+	}
 	return nil
 }
