@@ -127,23 +127,27 @@ func benchParallel(b *testing.B, s *stack, parallel int) {
 	b.ResetTimer()
 	n := 0
 	for b.Loop() {
-		var wg sync.WaitGroup
-		for j := range parallel {
-			wf := fmt.Sprintf("par-%d-%d", n, j)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				submit(b, s.env.Bus, "default", wf, events.WorkflowSubmitted{Plan: p})
-				if end := last(b, collect(b, s.env.Bus, "default", wf)); end.Type != events.TypeComplete {
-					b.Errorf("workflow ended %s", end.Type)
-				}
-			}()
-		}
-		wg.Wait()
+		runBatch(b, s, p, fmt.Sprintf("par-%d", n), parallel)
 		n++
 	}
 	b.ReportMetric(float64(10*parallel*b.N)/b.Elapsed().Seconds(), "steps/s")
 	b.ReportMetric(float64(parallel*b.N)/b.Elapsed().Seconds(), "workflows/s")
+}
+
+// runBatch runs parallel workflows of plan p on s at once, named
+// prefix-<j>, and returns once each has ended complete.
+func runBatch(b *testing.B, s *stack, p *events.Plan, prefix string, parallel int) {
+	var wg sync.WaitGroup
+	for j := range parallel {
+		wf := fmt.Sprintf("%s-%d", prefix, j)
+		wg.Go(func() {
+			submit(b, s.env.Bus, "default", wf, events.WorkflowSubmitted{Plan: p})
+			if end := last(b, collect(b, s.env.Bus, "default", wf)); end.Type != events.TypeComplete {
+				b.Errorf("workflow ended %s", end.Type)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // BenchmarkCancel measures cancellation latency: from sending the cancel
