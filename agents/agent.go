@@ -42,6 +42,9 @@ type Request struct {
 	queuedMS, runMS float64
 	// usage is what the run spent on models (its reply carries it).
 	usage *events.Usage
+	// served is the capability whose consumer delivered the step: the
+	// metrics' label, one of the served ones whatever the request says.
+	served string
 }
 
 // Emitter publishes a running step's client events to its workflow's event

@@ -31,6 +31,8 @@ const (
 //	agentbus_worker_redeliveries_total{capability}             deliveries of a step after its first
 //	agentbus_worker_retries_total{capability}                  failed runs handed back for a redelivery
 //	agentbus_worker_dead_letters_total{capability}             steps dead-lettered (answered step.failed)
+//	agentbus_worker_answers_total{capability,way}              steps answered, "handed" straight to an orchestrator
+//	                                                           or "streamed" through the replies stream
 //	agentbus_worker_step_backlog{capability,state}             the shared step consumer's pending ("pending") and
 //	                                                           delivered-but-unacknowledged ("ack_pending") steps,
 //	                                                           read on scrape (cached BacklogTTL)
@@ -44,6 +46,7 @@ type Metrics struct {
 	redeliveries *prometheus.CounterVec
 	retries      *prometheus.CounterVec
 	deadLetters  *prometheus.CounterVec
+	answers      *prometheus.CounterVec
 	backlog      *backlog
 }
 
@@ -75,12 +78,15 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		redeliveries: perCap("redeliveries_total", "Deliveries of a step after its first (a retry, or a worker that died or hung)."),
 		retries:      perCap("retries_total", "Failed runs handed back for a redelivery after a backoff."),
 		deadLetters:  perCap("dead_letters_total", "Steps dead-lettered and answered step.failed."),
-		backlog:      &backlog{buses: map[string]*bus.Bus{}},
+		answers: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "answers_total",
+			Help: "Steps answered, by capability and way: handed straight to an orchestrator, or streamed through the replies stream."},
+			[]string{"capability", "way"}),
+		backlog: &backlog{buses: map[string]*bus.Bus{}},
 	}
 	m.backlog.desc = prometheus.NewDesc(prometheus.BuildFQName(ns, sub, "step_backlog"),
 		"Steps waiting on a capability's shared consumer: pending (not yet delivered) and ack_pending (delivered, not yet acknowledged).",
 		[]string{"capability", "state"}, nil)
-	for _, c := range []prometheus.Collector{m.duration, m.queueWait, m.inFlight, m.redeliveries, m.retries, m.deadLetters, m.backlog} {
+	for _, c := range []prometheus.Collector{m.duration, m.queueWait, m.inFlight, m.redeliveries, m.retries, m.deadLetters, m.answers, m.backlog} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -97,6 +103,9 @@ func (m *Metrics) serve(b *bus.Bus, capability string) {
 	m.inFlight.WithLabelValues(capability)
 	for _, c := range []*prometheus.CounterVec{m.redeliveries, m.retries, m.deadLetters} {
 		c.WithLabelValues(capability)
+	}
+	for _, way := range []string{AnswerHanded, AnswerStreamed} {
+		m.answers.WithLabelValues(capability, way)
 	}
 	m.backlog.add(b, capability)
 }
@@ -131,6 +140,19 @@ func (m *Metrics) finished(ctx context.Context, capability, outcome string, ran 
 	observe(ctx, m.duration.WithLabelValues(capability, outcome), ran.Seconds())
 	if outcome == OutcomeRetried {
 		m.retries.WithLabelValues(capability).Inc()
+	}
+}
+
+// Ways a step's answer went, the "way" label of agentbus_worker_answers_total.
+const (
+	AnswerHanded   = "handed"   // straight to an orchestrator, which recorded it
+	AnswerStreamed = "streamed" // through the replies stream
+)
+
+// answered counts a step's answer that went way.
+func (m *Metrics) answered(capability, way string) {
+	if m != nil {
+		m.answers.WithLabelValues(capability, way).Inc()
 	}
 }
 

@@ -223,7 +223,7 @@ func (w *Worker) handle(ctx context.Context, r *running, capability string, d *b
 		TenantID: env.TenantID, WorkflowID: env.WorkflowID, StepID: sr.StepID, Capability: sr.Capability,
 		Attempt: sr.Attempt, Delivery: int(d.Delivered), Query: sr.Query, Input: sr.Input, DependencyOutputs: sr.DependencyOutputs,
 		Conversation: sr.Conversation, Problems: sr.Problems, User: sr.User, Role: sr.Role,
-		timeout: time.Duration(sr.TimeoutMS) * time.Millisecond,
+		timeout: time.Duration(sr.TimeoutMS) * time.Millisecond, served: capability,
 	}
 	key, _ := subjects.CheckpointKey(req.TenantID, req.WorkflowID)
 	spanAttempt(ctx, req.Attempt)
@@ -323,7 +323,7 @@ func usageOf(s llm.Spent) *events.Usage {
 // not acknowledge is tried again, with backoff, for up to ReplyRetry while
 // in-progress acks hold the step: the reply, not another delivery, waits
 // out the stream's outage.
-func (w *Worker) reply(ctx context.Context, d *bus.Delivery, req Request, typ events.Type, payload any) error {
+func (w *Worker) reply(ctx context.Context, d *bus.Delivery, req Request, typ events.Type, payload any) (err error) {
 	subj, err := subjects.Reply(req.TenantID, req.WorkflowID)
 	if err != nil {
 		return fmt.Errorf("%w: %w", bus.ErrPoison, err)
@@ -335,8 +335,14 @@ func (w *Worker) reply(ctx context.Context, d *bus.Delivery, req Request, typ ev
 	}
 	traceEnvelope(ctx, &env)
 	if w.hand(ctx, req, env) {
+		w.cfg.Metrics.answered(req.served, AnswerHanded)
 		return nil
 	}
+	defer func() {
+		if err == nil {
+			w.cfg.Metrics.answered(req.served, AnswerStreamed)
+		}
+	}()
 	// The first try is bounded well inside AckWait, since nothing holds
 	// the step while it waits (bus.Publish waits out an election until its
 	// context ends); the tries after it run under in-progress acks.

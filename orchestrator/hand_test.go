@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/agents/echo"
 	"github.com/agentbus/agentbus/bus/bustest"
@@ -25,14 +27,20 @@ func TestHandedAnswersSkipTheRepliesStream(t *testing.T) {
 		name   string
 		wait   time.Duration
 		stored uint64
-	}{{"handed", 0, 0}, {"through the stream", -1, 3}} {
+		way    string
+	}{{"handed", 0, 0, agents.AnswerHanded}, {"through the stream", -1, 3, agents.AnswerStreamed}} {
 		t.Run(c.name, func(t *testing.T) {
 			env := bustest.New(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			t.Cleanup(func() { cancel(); <-done })
+			reg := prometheus.NewRegistry()
+			metrics, err := agents.NewMetrics(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
 			w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{echo.Agent{}},
-				HandWait: c.wait, Logger: bustest.Logger(t)})
+				HandWait: c.wait, Logger: bustest.Logger(t), Metrics: metrics})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,6 +62,23 @@ func TestHandedAnswersSkipTheRepliesStream(t *testing.T) {
 			}
 			if info.State.LastSeq != c.stored {
 				t.Errorf("the replies stream stored %d answers, want %d", info.State.LastSeq, c.stored)
+			}
+			got := map[string]float64{}
+			families, _ := reg.Gather()
+			for _, f := range families {
+				if f.GetName() != "agentbus_worker_answers_total" {
+					continue
+				}
+				for _, m := range f.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "way" {
+							got[l.GetValue()] = m.GetCounter().GetValue()
+						}
+					}
+				}
+			}
+			if len(got) != 2 || got[c.way] != 3 || got[agents.AnswerHanded]+got[agents.AnswerStreamed] != 3 {
+				t.Errorf("agentbus_worker_answers_total by way: %v, want 3 %s", got, c.way)
 			}
 		})
 	}
