@@ -62,6 +62,9 @@ type TakeConfig struct {
 	// ShutdownGrace bounds how long running handlers may go on after
 	// Take's context ends, as ConsumeConfig's does; default 10s.
 	ShutdownGrace time.Duration
+	// Timeout bounds one handler's run, long after its sender has
+	// stopped waiting and sent the durable way; default 30s.
+	Timeout time.Duration
 }
 
 // drainWait bounds how long a stopping Take answers what it still holds.
@@ -76,6 +79,9 @@ const drainWait = time.Second
 func (b *Bus) Take(ctx context.Context, cfg TakeConfig, h func(ctx context.Context, subject string, env events.Envelope) error) error {
 	if cfg.ShutdownGrace == 0 {
 		cfg.ShutdownGrace = 10 * time.Second
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 30 * time.Second
 	}
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
@@ -118,7 +124,9 @@ func (b *Bus) Take(ctx context.Context, cfg TakeConfig, h func(ctx context.Conte
 			defer func() { <-slots }()
 			env, err := events.Decode(m.Header, m.Data)
 			if err == nil {
-				err = h(hctx, m.Subject, env)
+				ctx, cancel := context.WithTimeout(hctx, cfg.Timeout)
+				err = h(ctx, m.Subject, env)
+				cancel()
 			}
 			answer(m, err)
 		}()
