@@ -334,9 +334,15 @@ func (w *Worker) reply(ctx context.Context, d *bus.Delivery, req Request, typ ev
 		return err
 	}
 	traceEnvelope(ctx, &env)
+	handed := time.Now()
 	if w.hand(ctx, req, env) {
 		w.cfg.Metrics.answered(req.served, AnswerHanded)
 		return nil
+	}
+	if time.Since(handed) > w.cfg.AckWait/10 {
+		// The hand waited: hold the step anew, so that the hand and the
+		// publish's first try together stay inside AckWait.
+		_ = d.InProgress()
 	}
 	defer func() {
 		if err == nil {
