@@ -1,0 +1,106 @@
+package agents_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/bus"
+	"github.com/agentbus/agentbus/bus/bustest"
+	"github.com/agentbus/agentbus/events"
+	"github.com/agentbus/agentbus/subjects"
+)
+
+// A hand an orchestrator refuses, or leaves unanswered past HandWait,
+// is not lost: the answer goes through the replies stream and the step is
+// acked once, its agent run once. The late verdict changes nothing.
+func TestAnswerNotTakenGoesThroughTheStream(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		verdict func(release <-chan struct{}) error
+	}{
+		{"refused", func(<-chan struct{}) error { return errors.New("not now") }},
+		{"no verdict within HandWait", func(release <-chan struct{}) error { <-release; return nil }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := bustest.New(t)
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			release := make(chan struct{})
+			defer close(release)
+			tctx, tcancel := context.WithCancel(context.Background())
+			taken := make(chan string, 4)
+			go func() {
+				_ = env.Bus.Take(tctx, bus.TakeConfig{Subject: subjects.AllResults, Queue: "stand-in", Concurrency: 4},
+					func(_ context.Context, _ string, e events.Envelope) error {
+						taken <- e.StepID
+						if e.StepID != "s" {
+							return nil // the probe
+						}
+						return c.verdict(release)
+					})
+			}()
+			defer tcancel()
+			waitFor(t, deadline, "the stand-in listening", func() (bool, string) {
+				hctx, hcancel := context.WithTimeout(ctx, time.Second)
+				defer hcancel()
+				err := env.Bus.Hand(hctx, "agentbus.acme.result.probe", mustEnvelope(t))
+				return !errors.Is(err, bus.ErrNoResponder), fmt.Sprint(err)
+			})
+			<-taken // the probe
+
+			var calls counter
+			a := newAgent("answer", func(_ context.Context, req agents.Request, _ agents.Emitter) (json.RawMessage, error) {
+				calls.add(req.StepID)
+				return okOutput, nil
+			})
+			startWorker(t, agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{a}, AckWait: 2 * time.Second,
+				HandWait: 200 * time.Millisecond, Logger: bustest.Logger(t)})
+			subj, _ := subjects.Step("acme", "answer")
+			key := events.StepKey("acme", "wf", "s", 1)
+			e, err := events.New(events.TypeStepRequested, key, events.SourceOrchestrator, "acme", "wf", "s",
+				events.StepRequested{StepID: "s", Capability: "answer", Attempt: 1, Input: json.RawMessage(`{}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := env.Bus.Publish(ctx, subj, e, key); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case id := <-taken:
+				if id != "s" {
+					t.Fatalf("handed %q, want s", id)
+				}
+			case <-ctx.Done():
+				t.Fatal("the worker never handed its answer")
+			}
+			waitFor(t, deadline, "the answer stored", func() (bool, string) {
+				n := streamMsgs(t, env.Bus, subjects.StreamReplies)
+				return n == 1, fmt.Sprintf("%d replies", n)
+			})
+			waitStreamEmpty(t, env.Bus, subjects.StreamSteps)
+			// Past the step's AckWait: no redelivery, no second run.
+			time.Sleep(2500 * time.Millisecond)
+			if n := calls.snapshot()["s"]; n != 1 {
+				t.Fatalf("the agent ran %d times, want once", n)
+			}
+			if n := streamMsgs(t, env.Bus, subjects.StreamReplies); n != 1 {
+				t.Fatalf("%d replies stored, want 1", n)
+			}
+		})
+	}
+}
+
+func mustEnvelope(t *testing.T) events.Envelope {
+	t.Helper()
+	e, err := events.New(events.TypeStatus, "probe", events.SourceOrchestrator, "acme", "probe", "",
+		events.Status{State: events.StateWorking})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
