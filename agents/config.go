@@ -66,7 +66,8 @@ type WorkerConfig struct {
 	// stream, instead; at most AckWait/4. Default 2s; negative: every
 	// answer goes through the stream. Handed, an answer skips a replicated
 	// write and a delivery: the orchestrator records it in the workflow's
-	// checkpoint before it says so.
+	// checkpoint before it says so. A hand that waited it out pauses
+	// handing for 15 such waits.
 	HandWait time.Duration
 	// Heartbeat is the registry refresh interval; a registration lives
 	// 3·Heartbeat (rounded up to whole seconds, at least 1s) unless

@@ -104,3 +104,71 @@ func mustEnvelope(t *testing.T) events.Envelope {
 	}
 	return e
 }
+
+// A hand that got no verdict in time pauses handing: the next step's
+// answer goes straight through the stream, without waiting again.
+func TestHandPausesAfterNoVerdict(t *testing.T) {
+	env := bustest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	release := make(chan struct{})
+	defer close(release)
+	tctx, tcancel := context.WithCancel(context.Background())
+	defer tcancel()
+	taken := make(chan string, 8)
+	go func() {
+		_ = env.Bus.Take(tctx, bus.TakeConfig{Subject: subjects.AllResults, Queue: "stand-in", Concurrency: 4},
+			func(_ context.Context, _ string, e events.Envelope) error {
+				taken <- e.StepID
+				if e.StepID == "" {
+					return nil // the probe
+				}
+				<-release
+				return nil
+			})
+	}()
+	waitFor(t, deadline, "the stand-in listening", func() (bool, string) {
+		hctx, hcancel := context.WithTimeout(ctx, time.Second)
+		defer hcancel()
+		err := env.Bus.Hand(hctx, "agentbus.acme.result.probe", mustEnvelope(t))
+		return !errors.Is(err, bus.ErrNoResponder), fmt.Sprint(err)
+	})
+	<-taken
+	a := newAgent("answer", func(context.Context, agents.Request, agents.Emitter) (json.RawMessage, error) {
+		return okOutput, nil
+	})
+	startWorker(t, agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{a}, AckWait: 8 * time.Second,
+		HandWait: 500 * time.Millisecond, Logger: bustest.Logger(t)})
+	subj, _ := subjects.Step("acme", "answer")
+	for i, id := range []string{"s1", "s2", "s3"} {
+		key := events.StepKey("acme", "wf", id, 1)
+		e, err := events.New(events.TypeStepRequested, key, events.SourceOrchestrator, "acme", "wf", id,
+			events.StepRequested{StepID: id, Capability: "answer", Attempt: 1, Input: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := env.Bus.Publish(ctx, subj, e, key); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, deadline, id+"'s answer stored", func() (bool, string) {
+			n := streamMsgs(t, env.Bus, subjects.StreamReplies)
+			return n == uint64(i+1), fmt.Sprintf("%d replies", n)
+		})
+		if took := time.Since(start); i > 0 && took >= 500*time.Millisecond {
+			t.Errorf("%s answered in %s: it waited for a verdict again", id, took)
+		}
+	}
+	var handed []string
+	for more := true; more; {
+		select {
+		case id := <-taken:
+			handed = append(handed, id)
+		default:
+			more = false
+		}
+	}
+	if len(handed) != 1 || handed[0] != "s1" {
+		t.Errorf("handed %v, want only s1 (handing paused after it got no verdict)", handed)
+	}
+}

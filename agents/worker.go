@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentbus/agentbus/bus"
@@ -43,6 +44,9 @@ type Worker struct {
 	host     string
 	started  time.Time
 	cancels  *cancels
+	// handPaused is when handing may resume (unix ns) after a hand got
+	// no verdict in time: answers go through the stream meanwhile.
+	handPaused atomic.Int64
 }
 
 // running is one agent in this worker.
@@ -376,24 +380,41 @@ func (w *Worker) reply(ctx context.Context, d *bus.Delivery, req Request, typ ev
 // did not answer in HandWait, a refusal) leaves the answer to the replies
 // stream; if an orchestrator recorded it after all, the copy from the
 // stream finds its attempt answered and changes nothing.
+//
+// A hand that got no verdict in time pauses handing for handPauseFactor
+// waits: whatever held it up (an orchestrator stopped or swamped, or a
+// NATS user that may not publish on the result subject, whose refusal the
+// server reports only to the connection's error handler) would otherwise
+// cost every step that wait.
 func (w *Worker) hand(ctx context.Context, req Request, env events.Envelope) bool {
-	if w.cfg.HandWait < 0 {
+	if w.cfg.HandWait < 0 || time.Now().UnixNano() < w.handPaused.Load() {
 		return false
 	}
 	subj, err := subjects.Result(req.TenantID, req.WorkflowID)
 	if err != nil {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, min(w.cfg.HandWait, w.cfg.AckWait/4))
+	wait := min(w.cfg.HandWait, w.cfg.AckWait/4)
+	hctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if err := w.cfg.Bus.Hand(ctx, subj, env); err != nil {
-		if !errors.Is(err, bus.ErrNoResponder) {
+	if err := w.cfg.Bus.Hand(hctx, subj, env); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			pause := handPauseFactor * wait
+			w.handPaused.Store(time.Now().Add(pause).UnixNano())
+			w.log.Info("a step's answer got no verdict from an orchestrator in time: answers go through the replies stream for a while",
+				"wait", wait, "for", pause, "subject", subj,
+				"hint", "an orchestrator stopped or swamped, or a NATS user without publish permission on agentbus.<tenant>.result.* (re-render nats-config)")
+		} else if !errors.Is(err, bus.ErrNoResponder) {
 			w.log.Debug("step answer not taken; sent through the replies stream", "workflow", req.WorkflowID, "step", req.StepID, "err", err)
 		}
 		return false
 	}
 	return true
 }
+
+// handPauseFactor is how many hand waits handing pauses after one that
+// got no verdict in time (30s at the default 2s).
+const handPauseFactor = 15
 
 // publishWithin publishes with a deadline of limit from now.
 func (w *Worker) publishWithin(ctx context.Context, limit time.Duration, subj string, env events.Envelope, key string) (bus.Published, error) {
