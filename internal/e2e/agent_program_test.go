@@ -40,6 +40,9 @@ type shoutProgram struct {
 	// command returns a command that runs one instance of the program,
 	// its environment extended with env.
 	command func(env []string) *exec.Cmd
+	// hands: the program hands its answers straight to an orchestrator
+	// first (README step 4, optional) and logs which way each went.
+	hands bool
 }
 
 // testShoutProgram runs p in real workflows on an embedded agentbus: two
@@ -71,6 +74,12 @@ func testShoutProgram(t *testing.T, p shoutProgram) {
 		s.wantShouted(ctx, t, id, strings.ToUpper(text))
 		if got := logs.deliveries(id); fmt.Sprint(got) != "[1]" {
 			t.Errorf("step of %s delivered %v, want once ([1]): in-progress acks did not hold it", id, got)
+		}
+		if p.hands {
+			done := logs.await(ctx, t, func(l agentLine) bool { return l.Workflow == id && l.Msg == "step completed" })
+			if done.Answer != "handed" {
+				t.Errorf("the step of %s was answered %q, want handed: an orchestrator listens on the result subject", id, done.Answer)
+			}
 		}
 		h := s.rawEvents(ctx, t, id, p.source)
 		for _, typ := range []events.Type{events.TypeProgress, events.TypeArtifact} {
@@ -169,6 +178,7 @@ type agentLine struct {
 	Step     string `json:"step"`
 	Delivery int    `json:"delivery"`
 	Error    string `json:"error"`
+	Answer   string `json:"answer"` // "handed" or "streamed", when the program says
 }
 
 // agentLogs gathers the lines of every agent process of a test; safe for

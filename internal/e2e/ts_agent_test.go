@@ -19,7 +19,7 @@ import (
 // (testShoutProgram, which the Python agent's test shares).
 func TestTypeScriptAgent(t *testing.T) {
 	dir := buildTSAgent(t) // before the deadline starts: a cold npm ci takes a while
-	testShoutProgram(t, shoutProgram{prefix: "ts", language: "typescript", source: "/examples/ts-agent",
+	testShoutProgram(t, shoutProgram{prefix: "ts", language: "typescript", source: "/examples/ts-agent", hands: true,
 		command: func(env []string) *exec.Cmd {
 			cmd := exec.Command("node", "dist/agent.js")
 			cmd.Dir = dir

@@ -228,17 +228,31 @@ async function shout(step: Step, emit: Emitter, payloads: Payloads): Promise<unk
   return { text };
 }
 
-// reply answers the step on the workflow's reply subject (README step 4).
-async function reply(js: JetStreamClient, step: Step, type: string, data: Record<string, unknown>) {
+// reply answers the step (README step 4): first handed straight to an orchestrator, which answers
+// "+OK" once the workflow's checkpoint records it; anything else, or no answer within 2s, and it
+// is published on the workflow's reply subject, where a copy the orchestrator also took changes
+// nothing. It says which way the answer went.
+async function reply(nc: NatsConnection, js: JetStreamClient, step: Step, type: string, data: Record<string, unknown>): Promise<string> {
   const id = `${step.tenant}/${step.workflow}/${step.stepID}/${step.attempt}`; // one answer per attempt
-  await js.publish(`agentbus.${step.tenant}.reply.${step.workflow}`, json({ step_id: step.stepID, capability, attempt: step.attempt, ...data }), {
+  const body = json({ step_id: step.stepID, capability, attempt: step.attempt, ...data });
+  try {
+    const verdict = await nc.request(`agentbus.${step.tenant}.result.${step.workflow}`, body, {
+      headers: cloudEvent(step, type, id),
+      timeout: 2000,
+    });
+    if (verdict.string() === "+OK") return "handed";
+  } catch {
+    // no orchestrator listening, or none answered in time: the stream is the durable way
+  }
+  await js.publish(`agentbus.${step.tenant}.reply.${step.workflow}`, body, {
     headers: cloudEvent(step, type, id),
     msgID: id,
   });
+  return "streamed";
 }
 
 // deadLetter moves a step past its deliveries aside and fails it (README step 6).
-async function deadLetter(js: JetStreamClient, msg: JsMsg, step: Step, deliveries: number) {
+async function deadLetter(nc: NatsConnection, js: JetStreamClient, msg: JsMsg, step: Step, deliveries: number) {
   const reason = `delivered ${deliveries} times, more than MaxDeliver ${maxDeliver}`;
   const h = headers();
   for (const [k, vs] of msg.headers ?? []) for (const v of vs) h.append(k, v);
@@ -247,11 +261,11 @@ async function deadLetter(js: JetStreamClient, msg: JsMsg, step: Step, deliverie
   h.set("Agentbus-Deadletter-By", source);
   h.set("Agentbus-Deadletter-Subject", msg.subject);
   await js.publish(`agentbus.${step.tenant}.deadletter.${capability}`, msg.data, { headers: h });
-  await reply(js, step, types.failed, { error: `${capability}: dead-lettered: ${reason}`, retryable: false });
+  await reply(nc, js, step, types.failed, { error: `${capability}: dead-lettered: ${reason}`, retryable: false });
 }
 
 // handle serves one delivery of a step, from pickup to its ack or nak.
-async function handle(js: JetStreamClient, payloads: Payloads, msg: JsMsg, ackWaitMs: number): Promise<void> {
+async function handle(nc: NatsConnection, js: JetStreamClient, payloads: Payloads, msg: JsMsg, ackWaitMs: number): Promise<void> {
   const deliveries = msg.info.deliveryCount;
   // An in-progress ack at least every AckWait/3 keeps the step ours while it runs (README step 3).
   const keepalive = setInterval(() => msg.working(), Math.max(ackWaitMs / 3, 100));
@@ -267,16 +281,16 @@ async function handle(js: JetStreamClient, payloads: Payloads, msg: JsMsg, ackWa
   log("step taken", { workflow: step.workflow, step: step.stepID, attempt: step.attempt, delivery: deliveries });
   try {
     if (deliveries > maxDeliver) {
-      await deadLetter(js, msg, step, deliveries);
+      await deadLetter(nc, js, msg, step, deliveries);
       log("step dead-lettered", { workflow: step.workflow, step: step.stepID, delivery: deliveries });
     } else {
       try {
         const output = await payloads.offload(step, await shout(step, new Emitter(js, step), payloads));
-        await reply(js, step, types.completed, { output });
-        log("step completed", { workflow: step.workflow, step: step.stepID, delivery: deliveries });
+        const way = await reply(nc, js, step, types.completed, { output });
+        log("step completed", { workflow: step.workflow, step: step.stepID, delivery: deliveries, answer: way });
       } catch (err) {
         if (!(err instanceof PermanentError)) throw err;
-        await reply(js, step, types.failed, { error: `${capability}: ${err.message}`, retryable: false });
+        await reply(nc, js, step, types.failed, { error: `${capability}: ${err.message}`, retryable: false });
         log("step failed", { workflow: step.workflow, step: step.stepID, error: err.message });
       }
     }
@@ -313,7 +327,7 @@ async function main(): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       continue;
     }
-    if (msg) await handle(js, payloads, msg, wait);
+    if (msg) await handle(nc, js, payloads, msg, wait);
   }
   await nc.drain();
   log("stopped");
