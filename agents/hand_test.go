@@ -60,16 +60,7 @@ func TestAnswerNotTakenGoesThroughTheStream(t *testing.T) {
 			})
 			startWorker(t, agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{a}, AckWait: 2 * time.Second,
 				HandWait: 200 * time.Millisecond, Logger: bustest.Logger(t)})
-			subj, _ := subjects.Step("acme", "answer")
-			key := events.StepKey("acme", "wf", "s", 1)
-			e, err := events.New(events.TypeStepRequested, key, events.SourceOrchestrator, "acme", "wf", "s",
-				events.StepRequested{StepID: "s", Capability: "answer", Attempt: 1, Input: json.RawMessage(`{}`)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := env.Bus.Publish(ctx, subj, e, key); err != nil {
-				t.Fatal(err)
-			}
+			requestAnswer(ctx, t, env.Bus, "s")
 			select {
 			case id := <-taken:
 				if id != "s" {
@@ -139,18 +130,9 @@ func TestHandPausesAfterNoVerdict(t *testing.T) {
 	})
 	startWorker(t, agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{a}, AckWait: 8 * time.Second,
 		HandWait: 500 * time.Millisecond, Logger: bustest.Logger(t)})
-	subj, _ := subjects.Step("acme", "answer")
 	for i, id := range []string{"s1", "s2", "s3"} {
-		key := events.StepKey("acme", "wf", id, 1)
-		e, err := events.New(events.TypeStepRequested, key, events.SourceOrchestrator, "acme", "wf", id,
-			events.StepRequested{StepID: id, Capability: "answer", Attempt: 1, Input: json.RawMessage(`{}`)})
-		if err != nil {
-			t.Fatal(err)
-		}
 		start := time.Now()
-		if _, err := env.Bus.Publish(ctx, subj, e, key); err != nil {
-			t.Fatal(err)
-		}
+		requestAnswer(ctx, t, env.Bus, id)
 		waitFor(t, deadline, id+"'s answer stored", func() (bool, string) {
 			n := streamMsgs(t, env.Bus, subjects.StreamReplies)
 			return n == uint64(i+1), fmt.Sprintf("%d replies", n)
@@ -170,5 +152,21 @@ func TestHandPausesAfterNoVerdict(t *testing.T) {
 	}
 	if len(handed) != 1 || handed[0] != "s1" {
 		t.Errorf("handed %v, want only s1 (handing paused after it got no verdict)", handed)
+	}
+}
+
+// requestAnswer publishes step id of workflow "wf" of tenant acme,
+// capability "answer", attempt 1.
+func requestAnswer(ctx context.Context, t *testing.T, b *bus.Bus, id string) {
+	t.Helper()
+	subj, _ := subjects.Step("acme", "answer")
+	key := events.StepKey("acme", "wf", id, 1)
+	e, err := events.New(events.TypeStepRequested, key, events.SourceOrchestrator, "acme", "wf", id,
+		events.StepRequested{StepID: id, Capability: "answer", Attempt: 1, Input: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Publish(ctx, subj, e, key); err != nil {
+		t.Fatal(err)
 	}
 }

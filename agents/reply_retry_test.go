@@ -68,16 +68,7 @@ func TestReplyWaitsOutTheRepliesStream(t *testing.T) {
 	log := slog.New(noticeHandler{Handler: slog.NewTextHandler(io.Discard, nil), prefix: "step reply not stored", seen: seen})
 	startWorker(t, agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{a}, AckWait: time.Second, MaxDeliver: 2, Logger: log})
 
-	subj, _ := subjects.Step("acme", "answer")
-	key := events.StepKey("acme", "wf", "s", 1)
-	e, err := events.New(events.TypeStepRequested, key, events.SourceOrchestrator, "acme", "wf", "s",
-		events.StepRequested{StepID: "s", Capability: "answer", Attempt: 1, Input: json.RawMessage(`{}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Bus.Publish(ctx, subj, e, key); err != nil {
-		t.Fatal(err)
-	}
+	requestAnswer(ctx, t, env.Bus, "s")
 	select {
 	case <-seen:
 	case <-ctx.Done():

@@ -222,15 +222,21 @@ func (b *Bus) consume(ctx context.Context, cfg ConsumeConfig, h Handler, ensure 
 		}()
 	}
 	<-ctx.Done()
+	waitGrace(&wg, cfg.ShutdownGrace, hcancel)
+	return nil
+}
+
+// waitGrace waits for wg; past grace it cancels the handlers' context and
+// waits for them to return.
+func waitGrace(wg *sync.WaitGroup, grace time.Duration, cancel context.CancelFunc) {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(cfg.ShutdownGrace):
-		hcancel()
+	case <-time.After(grace):
+		cancel()
 		<-done
 	}
-	return nil
 }
 
 // EnsureConsumer creates (or updates) the durable consumer Consume would

@@ -147,13 +147,6 @@ func (b *Bus) Take(ctx context.Context, cfg TakeConfig, h func(ctx context.Conte
 	mu.Lock()
 	stopped = true
 	mu.Unlock()
-	done := make(chan struct{})
-	go func() { running.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(cfg.ShutdownGrace):
-		hcancel()
-		<-done
-	}
+	waitGrace(&running, cfg.ShutdownGrace, hcancel)
 	return nil
 }
