@@ -67,6 +67,21 @@ type TakeConfig struct {
 	Timeout time.Duration
 }
 
+// acceptKey carries, in a Take handler's context, the function that
+// answers its message +OK before the handler returns.
+type acceptKey struct{}
+
+// Accept answers the message of the Take handler whose context is ctx
+// with +OK now, so that its sender goes on while the handler finishes; what
+// the handler returns after it is only logged. Outside a Take handler it
+// does nothing. The handler must call it only once what the sender relies
+// on is durable.
+func Accept(ctx context.Context) {
+	if f, ok := ctx.Value(acceptKey{}).(func()); ok {
+		f()
+	}
+}
+
 // drainWait bounds how long a stopping Take answers what it still holds.
 const drainWait = time.Second
 
@@ -122,13 +137,19 @@ func (b *Bus) Take(ctx context.Context, cfg TakeConfig, h func(ctx context.Conte
 		go func() {
 			defer running.Done()
 			defer func() { <-slots }()
+			var once sync.Once
+			accepted := false
+			accept := func() { once.Do(func() { accepted = true; answer(m, nil) }) }
 			env, err := events.Decode(m.Header, m.Data)
 			if err == nil {
-				ctx, cancel := context.WithTimeout(hctx, cfg.Timeout)
+				ctx, cancel := context.WithTimeout(context.WithValue(hctx, acceptKey{}, accept), cfg.Timeout)
 				err = h(ctx, m.Subject, env)
 				cancel()
 			}
-			answer(m, err)
+			once.Do(func() { answer(m, err) })
+			if accepted && err != nil {
+				b.log.Warn("handler failed after it accepted its message", "subject", m.Subject, "err", err)
+			}
 		}()
 	})
 	if err != nil {

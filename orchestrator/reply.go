@@ -76,7 +76,9 @@ func (o *Orchestrator) handleResult(ctx context.Context, subject string, env eve
 	if err != nil {
 		return err
 	}
-	_, err = o.apply(ctx, p.Tenant, p.Last, in)
+	// The worker may ack its step once the answer is in the stored
+	// checkpoint: it need not hold its slot while the outbox goes out.
+	_, err = o.apply(whenStored(ctx, func() { bus.Accept(ctx) }), p.Tenant, p.Last, in)
 	return err
 }
 

@@ -254,6 +254,9 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 		if err != nil {
 			return applied{}, err
 		}
+		if f, ok := ctx.Value(storedKey{}).(func()); ok {
+			f()
+		}
 		o.cfg.Metrics.observe(ctx, cp, eff)
 		o.tokens.spent(cp.TenantID, eff)
 		o.stored(cp, eff, spans)
@@ -519,4 +522,15 @@ func freed(cp *workflow.Checkpoint, in workflow.Input) string {
 		return t.Capability
 	}
 	return ""
+}
+
+// storedKey carries, in a transition's context, a function it calls once
+// its checkpoint is stored, before it publishes the outbox (whenStored).
+type storedKey struct{}
+
+// whenStored returns ctx with fn, which the transition run under it calls
+// once the input is recorded in the stored checkpoint: what follows (the
+// outbox) a crash would leave to the next transition or the scan.
+func whenStored(ctx context.Context, fn func()) context.Context {
+	return context.WithValue(ctx, storedKey{}, fn)
 }
