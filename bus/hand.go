@@ -86,7 +86,8 @@ func Accept(ctx context.Context) {
 const drainWait = time.Second
 
 // Take handles every message Hand sends on cfg.Subject until ctx ends,
-// and answers each with h's verdict. h gets a context that outlives ctx by
+// and answers each with h's verdict, or +OK earlier if h calls Accept on
+// its context. h gets a context that outlives ctx by
 // cfg.ShutdownGrace, so that a shutdown lets it finish what it started. A
 // message that does not decode is refused with the reason, as is one that
 // arrives while Take stops. Take returns once the messages it started have
