@@ -7,10 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentbus/agentbus/subjects"
 )
 
 // Config says how to reach NATS. URL is required.
@@ -56,6 +59,12 @@ type Bus struct {
 	queues sync.Map
 	// ops counts what it asked of JetStream (ops.go).
 	ops *ops
+	// live is whether Follow can go without a consumer (follow_live.go).
+	live liveMode
+	// following counts the Follow calls under way.
+	following atomic.Int64
+	// dropLive, set by tests only, loses live events it returns true for.
+	dropLive func(seq uint64) bool
 }
 
 // ErrUnreachable is matched by Connect's error when no NATS server
@@ -100,6 +109,12 @@ func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 			subj := ""
 			if sub != nil {
 				subj = sub.Subject
+			}
+			if p, perr := subjects.Parse(subj); perr == nil && p.Kind == "live" && errors.Is(err, nats.ErrSlowConsumer) {
+				// A live follower reads what its subscription dropped
+				// from the stream (follow_live.go).
+				log.Debug("live follower behind its events: reading the dropped ones from the stream", "subject", subj)
+				return
 			}
 			log.Warn("nats asynchronous error", "subject", subj, "err", err)
 		}),

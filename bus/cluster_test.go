@@ -99,12 +99,19 @@ func awaitReplicas(t *testing.T, js jetstream.JetStream, name string, want int) 
 }
 
 // TestFollowSurvivesItsConsumersServer follows a workflow on a three-server
-// R3 cluster, stops the server that hosts the follower's consumer (and the
-// events stream's leader, if another), and checks the follower carries on
-// with the next events, none missed or repeated.
+// R3 cluster, stops a server the follower depends on, and checks the
+// follower carries on with the next events, none missed or repeated.
+// Through an ordered consumer: the server hosting the consumer, or the
+// events stream's leader. Live (no consumer): the stream's leader, which
+// republishes each event; or the server the follower is connected to,
+// whose subscription misses what is published while it reconnects.
 func TestFollowSurvivesItsConsumersServer(t *testing.T) {
-	for _, victim := range []string{"consumer", "stream leader"} {
-		t.Run(victim, func(t *testing.T) {
+	for _, tc := range []struct{ victim, via string }{
+		{"consumer", "consumer"}, {"stream leader", "consumer"},
+		{"stream leader", "live"}, {"its own server", "live"},
+	} {
+		victim := tc.victim
+		t.Run(victim+"/"+tc.via, func(t *testing.T) {
 			c := bustest.NewCluster(t, 3)
 			admin := c.Connect(t)
 			ctx := clusterCtx(t)
@@ -115,8 +122,12 @@ func TestFollowSurvivesItsConsumersServer(t *testing.T) {
 			fctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			follower := c.Connect(t)
+			follow := follower.Follow
+			if tc.via == "consumer" {
+				follow = follower.FollowWithConsumer
+			}
 			go func() {
-				_ = follower.Follow(fctx, tenant, "w1", 0, func(_ context.Context, r bus.Record) error {
+				_ = follow(fctx, tenant, "w1", 0, func(_ context.Context, r bus.Record) error {
 					got <- r
 					return nil
 				})
@@ -131,15 +142,27 @@ func TestFollowSurvivesItsConsumersServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if victim == "consumer" {
+			switch victim {
+			case "consumer":
 				lister := s.ListConsumers(ctx)
 				for ci := range lister.Info() {
 					if ci.Cluster != nil {
 						name = ci.Cluster.Leader
 					}
 				}
-			} else {
+			case "its own server":
+				for _, n := range c.Nodes {
+					if n.Server.ClientURL() == follower.Conn().ConnectedUrl() {
+						name = n.Name
+					}
+				}
+			default:
 				name = s.CachedInfo().Cluster.Leader
+			}
+			if tc.via == "live" {
+				if n := consumers(t, admin); n != 0 {
+					t.Fatalf("a live follower has %d consumers on the events stream, want none", n)
+				}
 			}
 			if name == "" {
 				t.Fatal("no server to stop")
@@ -222,7 +245,7 @@ func TestFollowInProcessSurvivesConsumerServerLossAndReturn(t *testing.T) {
 		var fctx context.Context
 		fctx, fcancel = context.WithCancel(ctx)
 		go func() {
-			_ = local.Follow(fctx, tenant, "w1", 0, func(_ context.Context, r bus.Record) error {
+			_ = local.FollowWithConsumer(fctx, tenant, "w1", 0, func(_ context.Context, r bus.Record) error {
 				got <- r
 				return nil
 			})

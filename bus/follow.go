@@ -35,19 +35,30 @@ type Record struct {
 type FollowFunc func(ctx context.Context, r Record) error
 
 // Follow replays a workflow's client events strictly after offset (0 means
-// from its first event) with an ordered consumer filtered to the workflow's
-// subject, then follows new ones until ctx ends or fn returns an error
-// (ErrStop ends it with nil). Records that fail to decode (most likely
-// published by an agent outside Go that left out a header or a required
-// field) are not delivered to fn, and are logged with their subject, offset,
-// type, source and what was wrong, at a JSON pointer.
+// from its first event), then follows new ones until ctx ends or fn
+// returns an error (ErrStop ends it with nil). Records that fail to decode
+// (most likely published by an agent outside Go that left out a header or
+// a required field) are not delivered to fn, and are logged with their
+// subject, offset, type, source and what was wrong, at a JSON pointer.
+//
+// It needs no consumer (followLive) once the events stream republishes
+// its events (Provision sees to that); on a stream that does not, it
+// follows with an ordered consumer filtered to the workflow's subject.
 func (b *Bus) Follow(ctx context.Context, tenant, workflow string, after uint64, fn FollowFunc) error {
 	subj, err := subjects.Events(tenant, workflow)
 	if err != nil {
 		return err
 	}
+	b.following.Add(1)
+	defer b.following.Add(-1)
+	if b.republishes(ctx) {
+		return b.followLive(ctx, tenant, workflow, subj, after, fn)
+	}
 	return b.followLoop(ctx, subj, after, fn)
 }
+
+// Following is how many Follow calls are under way on b.
+func (b *Bus) Following() int { return int(b.following.Load()) }
 
 // followLoop follows the events filtered by subj from after (see follow),
 // starting a new consumer whenever one stalls.

@@ -245,12 +245,18 @@ func TestFollowLeavesNoConsumerBehind(t *testing.T) {
 	env := bustest.New(t)
 	ctx := testCtx(t)
 	publishEvent(t, env.Bus, "wf-one", 0)
-	for range 20 {
-		// Ended by the callback, and ended by the context.
-		_ = env.Bus.Follow(ctx, tenant, "wf-one", 0, func(context.Context, bus.Record) error { return bus.ErrStop })
-		fctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		_ = env.Bus.Follow(fctx, tenant, "wf-one", 0, func(context.Context, bus.Record) error { return nil })
-		cancel()
+	subs := env.Bus.Conn().NumSubscriptions()
+	for _, follow := range []func(context.Context, string, string, uint64, bus.FollowFunc) error{env.Bus.Follow, env.Bus.FollowWithConsumer} {
+		for range 10 {
+			// Ended by the callback, and ended by the context.
+			_ = follow(ctx, tenant, "wf-one", 0, func(context.Context, bus.Record) error { return bus.ErrStop })
+			fctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			_ = follow(fctx, tenant, "wf-one", 0, func(context.Context, bus.Record) error { return nil })
+			cancel()
+		}
+	}
+	if n := env.Bus.Conn().NumSubscriptions(); n != subs {
+		t.Errorf("%d subscriptions after the follows, %d before", n, subs)
 	}
 	s, err := env.Bus.JetStream().Stream(ctx, subjects.StreamEvents)
 	if err != nil {
@@ -278,7 +284,7 @@ func TestFollowRecoversFromAStuckConsumer(t *testing.T) {
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
-		_ = env.Bus.Follow(fctx, tenant, "w1", 0, func(_ context.Context, r bus.Record) error {
+		_ = env.Bus.FollowWithConsumer(fctx, tenant, "w1", 0, func(_ context.Context, r bus.Record) error {
 			got <- r
 			return nil
 		})

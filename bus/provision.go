@@ -175,9 +175,14 @@ func (c StreamsConfig) streams() []jetstream.StreamConfig {
 			// Direct get lets a tenant's NATS user read its own events
 			// by subject without a consumer (agentbus nats-config).
 			AllowDirect: true,
-			// Every follower (SSE, WebSocket, CLI) has its own ordered
-			// consumer; the server's default cap of 1,000 per stream would
-			// refuse the 1,001st watcher.
+			// Each stored event goes out again on its workflow's live
+			// subject, with its sequence and its workflow's previous one:
+			// Follow reads those and needs no consumer (follow_live.go).
+			RePublish: &jetstream.RePublish{Source: subjects.AllEvents, Destination: subjects.LiveRepublish},
+			// A follower of a stream provisioned before republishing, and
+			// every tenant-wide follower, has an ordered consumer; the
+			// server's default cap of 1,000 per stream would refuse the
+			// 1,001st.
 			MaxConsumers: MaxFollowers,
 			// Kept 7 days: the largest stream at rest (see streams).
 			Compression: c.compression(),
@@ -361,7 +366,30 @@ func (b *Bus) ensureStream(ctx context.Context, want jetstream.StreamConfig, upd
 		diff("replicas", have.Replicas, want.Replicas)
 		return &IncompatibleError{Kind: "stream", Name: want.Name, Differences: diffs}
 	}
+	if err := b.ensureRepublish(ctx, &have, want); err != nil {
+		return err
+	}
 	return b.ensureInPlace(ctx, "stream", want.Name, have, want.Replicas, want.Compression, update, scaled)
+}
+
+// ensureRepublish adds the republish wanted to a stream provisioned
+// without it (the events stream before live follow), with or without
+// --update-streams: it moves no data, and until it is there every
+// Follow costs a consumer.
+// have becomes the stream's configuration after the update.
+func (b *Bus) ensureRepublish(ctx context.Context, have *jetstream.StreamConfig, want jetstream.StreamConfig) error {
+	if want.RePublish == nil || have.RePublish != nil && *have.RePublish == *want.RePublish {
+		return nil
+	}
+	next := *have
+	next.RePublish = want.RePublish
+	if _, err := b.js.UpdateStream(ctx, next); err != nil {
+		return fmt.Errorf("bus: stream %s: republish on %s: %w", want.Name, want.RePublish.Destination, err)
+	}
+	b.log.Info("stream now republishes each stored message for followers without a consumer",
+		"stream", want.Name, "source", want.RePublish.Source, "destination", want.RePublish.Destination)
+	*have = next
+	return nil
 }
 
 // ensureInPlace brings what may change in place of a stream (or a

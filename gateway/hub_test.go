@@ -15,6 +15,16 @@ import (
 	"github.com/agentbus/agentbus/subjects"
 )
 
+// followers is how many workflow followers the gateway's bus runs: none
+// needs a consumer (consumers says so).
+func followers(t testing.TB, s *stack) int {
+	t.Helper()
+	if n := consumers(t, s); n != 0 {
+		t.Fatalf("%d consumers on the events stream: a follower made one", n)
+	}
+	return s.env.Bus.Following()
+}
+
 // consumers is how many consumers the events stream has.
 func consumers(t testing.TB, s *stack) int {
 	t.Helper()
@@ -41,14 +51,14 @@ func until(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// TestHubSharesOneConsumer: live subscribers of one workflow, over
-// WebSocket and SSE, replay on their own consumers and then share the
-// workflow's hub — one consumer on the events stream — and every one of
+// TestHubSharesOneFollower: live subscribers of one workflow, over
+// WebSocket and SSE, replay on their own followers and then share the
+// workflow's hub — one follower of the workflow — and every one of
 // them still gets every event exactly once, in order, to the terminal one.
 //
 // The WebSocket side runs with a write delay, so frames are written in
 // gathered batches.
-func TestHubSharesOneConsumer(t *testing.T) {
+func TestHubSharesOneFollower(t *testing.T) {
 	s := startGateway(t, bustest.New(t), func(c *gateway.Config) { c.WS.WriteDelay = 5 * time.Millisecond })
 	bareWorkflow(t, s.env, "wf", "working")
 	var want []uint64
@@ -93,9 +103,9 @@ func TestHubSharesOneConsumer(t *testing.T) {
 		})
 	}
 	// Every subscriber has replayed the five events and joined the hub:
-	// its own consumer is gone, the hub's remains.
-	until(t, "single shared consumer", func() bool {
-		return consumers(t, s) == 1 && s.metric(t, "agentbus_gateway_hubs") == 1 &&
+	// its own follower is gone, the hub's remains.
+	until(t, "single shared follower", func() bool {
+		return followers(t, s) == 1 && s.metric(t, "agentbus_gateway_hubs") == 1 &&
 			s.metric(t, `agentbus_gateway_frames_sent_total{kind="ws"}`) == nWS*5 &&
 			s.metric(t, `agentbus_gateway_frames_sent_total{kind="sse"}`) == nSSE*5
 	})
@@ -112,22 +122,22 @@ func TestHubSharesOneConsumer(t *testing.T) {
 		}
 	}
 	// The hub ended with the workflow.
-	until(t, "hub gone", func() bool { return consumers(t, s) == 0 && s.metric(t, "agentbus_gateway_hubs") == 0 })
+	until(t, "hub gone", func() bool { return followers(t, s) == 0 && s.metric(t, "agentbus_gateway_hubs") == 0 })
 }
 
 // TestHubLingersThenStops: a hub outlives its last subscriber by
 // ws.Config.HubLinger, so that a reconnecting client finds it, and then
-// stops with its consumer.
+// stops with its follower.
 func TestHubLingersThenStops(t *testing.T) {
 	s := startGateway(t, bustest.New(t), func(c *gateway.Config) { c.WS.HubLinger = 50 * time.Millisecond })
 	bareWorkflow(t, s.env, "wf", "working")
 	first := mustPublish(t, s.env, "wf", 0, false)
 	c := s.mustDialWS(t, "/v1/workflows/wf/ws")
 	until(t, "joined hub", func() bool {
-		return consumers(t, s) == 1 && s.metric(t, `agentbus_gateway_frames_sent_total{kind="ws"}`) == 1
+		return followers(t, s) == 1 && s.metric(t, `agentbus_gateway_frames_sent_total{kind="ws"}`) == 1
 	})
 	_ = c.Close(websocket.StatusNormalClosure, "bye")
-	until(t, "hub stopped", func() bool { return consumers(t, s) == 0 && s.metric(t, "agentbus_gateway_hubs") == 0 })
+	until(t, "hub stopped", func() bool { return followers(t, s) == 0 && s.metric(t, "agentbus_gateway_hubs") == 0 })
 
 	// A new subscriber after the stop starts a new hub and misses nothing.
 	second := mustPublish(t, s.env, "wf", 1, false)
@@ -156,7 +166,7 @@ func TestHubLingersThenStops(t *testing.T) {
 
 // TestHubServesA2AStreams: A2A streams (tasks/resubscribe) read through the
 // same hub as WebSocket subscribers: several of them on a running task are
-// one consumer on the events stream, and each still ends with the task's
+// one follower of the workflow, and each still ends with the task's
 // final status.
 func TestHubServesA2AStreams(t *testing.T) {
 	s, c := startA2A(t)
@@ -181,10 +191,9 @@ func TestHubServesA2AStreams(t *testing.T) {
 			}
 		})
 	}
-	// The streams (and the orchestrator's own readers, which are not
-	// event-stream consumers) leave one consumer: the hub's.
+	// The streams leave one follower: the hub's.
 	until(t, "A2A streams on the hub", func() bool {
-		return consumers(t, s) == 1 && s.metric(t, "agentbus_gateway_hubs") == 1
+		return followers(t, s) == 1 && s.metric(t, "agentbus_gateway_hubs") == 1
 	})
 	if _, err := c.CancelTask(ctx, &a2a.TaskIDParams{ID: id}); err != nil {
 		t.Fatal(err)
@@ -221,7 +230,7 @@ func TestHubFailureClosesItsStreams(t *testing.T) {
 		done <- st
 	}()
 	until(t, "joined the hub", func() bool {
-		return consumers(t, s) == 1 && s.metric(t, "agentbus_gateway_hubs") == 1 &&
+		return consumers(t, s) == 0 && own.Following() == 1 && s.metric(t, "agentbus_gateway_hubs") == 1 &&
 			s.metric(t, `agentbus_gateway_frames_sent_total{kind="sse"}`) == 1
 	})
 	own.Close()

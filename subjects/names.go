@@ -50,17 +50,22 @@ const (
 )
 
 // Wildcard filters, each matching exactly one kind of subject for every
-// tenant. Streams capture all but control messages and results, which
-// travel as core NATS messages.
+// tenant. Streams capture all but control messages, results and live
+// events, which travel as core NATS messages.
 const (
 	AllSubmissions = Root + ".*.workflow.submit"
 	AllSteps       = Root + ".*.step.*"
 	AllReplies     = Root + ".*.reply.*"
 	AllResults     = Root + ".*.result.*"
 	AllEvents      = Root + ".*.events.*"
+	AllLive        = Root + ".*.live.*"
 	AllControl     = Root + ".*.control.*"
 	AllDeadLetters = Root + ".*.deadletter.*"
 )
+
+// LiveRepublish is the events stream's republish destination: each event
+// stored on AllEvents goes out again on its Live subject.
+const LiveRepublish = Root + ".{{wildcard(1)}}.live.{{wildcard(2)}}"
 
 // AgentsRoot is the root of the agents' micro-service endpoints. It sits
 // outside "agentbus." on purpose: it belongs to no tenant.

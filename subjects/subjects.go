@@ -31,6 +31,15 @@ func Result(tenant, workflow string) (string, error) {
 	return join(tenant, "result", "workflow", workflow)
 }
 
+// Live returns "agentbus.<tenant>.live.<workflow>": where the events
+// stream republishes each event of the workflow once it is stored, with
+// its sequence and the sequence of the workflow's event before it
+// (Nats-Sequence, Nats-Last-Sequence), so that a follower needs no
+// consumer. No stream captures it.
+func Live(tenant, workflow string) (string, error) {
+	return join(tenant, "live", "workflow", workflow)
+}
+
 // Events returns "agentbus.<tenant>.events.<workflow>".
 func Events(tenant, workflow string) (string, error) {
 	return join(tenant, "events", "workflow", workflow)
@@ -102,7 +111,7 @@ var ErrNotAgentbus = errors.New("subjects: not an agentbus subject")
 // Parsed is a subject split into its parts.
 type Parsed struct {
 	Tenant string
-	Kind   string // "workflow", "step", "reply", "result", "events", "control", "deadletter", "documents", …
+	Kind   string // "workflow", "step", "reply", "result", "events", "live", "control", "deadletter", "documents", …
 	Last   string // capability, workflow id or document operation; "submit" for submissions
 }
 
@@ -125,7 +134,7 @@ func Parse(subject string) (Parsed, error) {
 		if err := ValidCapability(p.Last); err != nil {
 			return Parsed{}, err
 		}
-	case "reply", "result", "events", "control":
+	case "reply", "result", "events", "live", "control":
 		if err := ValidWorkflow(p.Last); err != nil {
 			return Parsed{}, err
 		}

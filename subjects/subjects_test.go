@@ -153,6 +153,7 @@ var tenantBuilders = []builder{
 	{name: "Step", field: "capability", fn: subjects.Step, kind: "step", last: same},
 	{name: "Reply", field: "workflow", fn: subjects.Reply, kind: "reply", last: same},
 	{name: "Events", field: "workflow", fn: subjects.Events, kind: "events", last: same},
+	{name: "Live", field: "workflow", fn: subjects.Live, kind: "live", last: same},
 	{name: "Control", field: "workflow", fn: subjects.Control, kind: "control", last: same},
 	{name: "DeadLetter", field: "capability", fn: subjects.DeadLetter, kind: "deadletter", last: same},
 }
@@ -227,6 +228,7 @@ func TestStreamFiltersMatchBuilders(t *testing.T) {
 		"Step":       subjects.AllSteps,
 		"Reply":      subjects.AllReplies,
 		"Events":     subjects.AllEvents,
+		"Live":       subjects.AllLive,
 		"Control":    subjects.AllControl,
 		"DeadLetter": subjects.AllDeadLetters,
 	}
