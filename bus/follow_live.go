@@ -175,17 +175,23 @@ func (f *liveFollower) onLive(m *nats.Msg) {
 // target at least and delivers them. It reports false, with behind set,
 // when the stream did not answer; under mu.
 func (f *liveFollower) catchUp(target uint64) bool {
+	take := func(seq, pending uint64, h nats.Header, data []byte) bool {
+		if f.over {
+			return false
+		}
+		if seq > f.cursor.Load() {
+			f.deliver(seq, pending, h, data)
+		}
+		return true
+	}
 	for !f.over && f.cursor.Load() < target {
 		from := f.cursor.Load() + 1
-		n, err := f.b.readEvents(f.ctx, f.subj, from, func(seq, pending uint64, h nats.Header, data []byte) bool {
-			if f.over {
-				return false
-			}
-			if seq > f.cursor.Load() {
-				f.deliver(seq, pending, h, data)
-			}
-			return true
-		})
+		n, more, err := f.b.readEvents(f.ctx, f.subj, from, take)
+		if err == nil && n > 0 && more > readBatch && f.cursor.Load() < target {
+			// A long backlog (a replay from far back): an ordered consumer
+			// reads it about twice as fast.
+			err = f.b.readOrdered(f.ctx, f.subj, f.cursor.Load()+1, target, take)
+		}
 		if err == nil && n == 0 {
 			// A replica still catching up answered the direct get: ask the
 			// leader, which holds every event up to target.

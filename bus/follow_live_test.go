@@ -244,3 +244,32 @@ func eventMsg(subj string, e events.Envelope) (*nats.Msg, error) {
 	}
 	return &nats.Msg{Subject: subj, Header: nats.Header(enc.Header), Data: enc.Data}, nil
 }
+
+// A backlog longer than one direct get: the follower reads the rest with
+// an ordered consumer, which it deletes once it has caught up, and goes
+// on live; from the start and from an offset in the middle alike.
+func TestFollowLiveReplaysALongBacklog(t *testing.T) {
+	env := bustest.New(t)
+	const n = 1500
+	var mid uint64
+	for i := 1; i <= n; i++ {
+		off := publishEvent(t, env.Bus, "w1", i)
+		if i == 700 {
+			mid = off
+		}
+		if i%100 == 0 {
+			publishEvent(t, env.Bus, "w2", i) // interleaved: offsets are not the events' indexes
+		}
+	}
+	from0 := followInto(t, env.Bus, "w1", 0, nil)
+	fromMid := followInto(t, env.Bus, "w1", mid, nil)
+	expectMessages(t, from0, 1, n, "of a long backlog")
+	expectMessages(t, fromMid, 701, n, "of a long backlog, from the middle")
+	eventually(t, func() (bool, string) {
+		c := consumers(t, env.Bus)
+		return c == 0, fmt.Sprintf("%d consumers left", c)
+	})
+	publishEvent(t, env.Bus, "w1", n+1)
+	expectMessages(t, from0, n+1, n+1, "live after the backlog")
+	expectMessages(t, fromMid, n+1, n+1, "live after the backlog")
+}
