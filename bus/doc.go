@@ -4,7 +4,9 @@
 // again, with the same key, while a stream elects a leader: election.go),
 // durable consume loops with explicit acks, core request/verdict hand-offs
 // for what a durable way backs (hand.go: Hand and Take), ordered replay of a workflow's
-// event log, the KV stores (checkpoints, control; a "not found" is
+// event log and its live tail without a consumer (follow_live.go: the
+// events stream republishes each event with its offset and the
+// workflow's previous one, and a follower reads any gap back), the KV stores (checkpoints, control; a "not found" is
 // confirmed by the bucket's leader), and what a reconciler asks of the
 // server (reconcile.go: where a consumer stands on a stored message, a
 // consumer leader stepdown, the messages a work queue still holds).

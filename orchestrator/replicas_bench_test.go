@@ -49,10 +49,9 @@ func BenchmarkReplicas(b *testing.B) {
 // and their ratio with them.
 //
 // The client waits for each workflow's end two ways, as `agentbus bench
-// --follow` does: follow=workflow follows each workflow's log with an
-// ordered consumer of its own, as BenchmarkReplicas does (on a cluster a
-// consumer's creation and deletion are each a meta-group proposal);
-// follow=tenant reads the tenant's events through one ordered consumer
+// --follow` does: follow=workflow follows each workflow's log with a
+// follower of its own (bus.Follow: a live subscription and a direct get,
+// no consumer), as BenchmarkReplicas does; follow=tenant reads the tenant's events through one ordered consumer
 // for the whole run and hands each terminal event to its waiter.
 func BenchmarkReplicaRatio(b *testing.B) {
 	r1 := startOn(b, bustest.New(b))

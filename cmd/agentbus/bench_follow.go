@@ -185,7 +185,8 @@ func terminalOutcome(at time.Time, typ string, data json.RawMessage) benchOutcom
 }
 
 // workflowFollower follows each workflow on its own (Client.Wait: an SSE
-// stream each over HTTP, an ordered consumer each on NATS). Safe for
+// stream each over HTTP, a follower each on NATS: bus.Follow, with no
+// consumer once the events stream republishes). Safe for
 // concurrent use.
 type workflowFollower struct {
 	c       *sdk.Client

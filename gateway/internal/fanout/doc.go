@@ -1,8 +1,10 @@
 // Package fanout carries a gateway's live event streams (WebSocket, SSE,
 // A2A, the tenant feed) from JetStream to each connection's bounded send
-// queue. Every subscriber replays a workflow's stored events from its own
-// ordered consumer, as fast as its client takes them, then joins the
-// workflow's hub: one consumer per workflow per gateway whose frames are
+// queue. Every subscriber replays a workflow's stored events through a
+// follower of its own (bus.Follow), as fast as its client takes them,
+// then joins the workflow's hub: one follower per workflow per gateway,
+// with no consumer on the server (it subscribes to the events the stream
+// republishes), whose frames are
 // encoded once (AppendFrame) and pushed into every joined subscriber's
 // Queue without waiting (hub.go).
 //

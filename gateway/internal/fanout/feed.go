@@ -9,8 +9,8 @@ import (
 )
 
 // feed queues the workflow's events after sub.cursor for one stream until
-// the terminal one: from the stream's own ordered consumer while it
-// replays, then from the workflow's hub as soon as it can join it (see
+// the terminal one: from the stream's own follower while it replays,
+// then from the workflow's hub as soon as it can join it (see
 // hub.go). live says the stream starts caught up.
 //
 // It returns the hub the subscriber joined, or nil if it never did; the
@@ -61,8 +61,8 @@ func (hs *Hubs) feed(ctx context.Context, sub *Subscriber, tenant, workflow, epo
 	case errors.Is(err, ErrSlow) || ctx.Err() != nil:
 		return h, nil
 	case err == nil && !ended && !joined:
-		// Follow also ends without error when its consumer is closed
-		// under it (the NATS connection draining): the stream must not
+		// Follow may end without error when the NATS connection under it
+		// drains (a consumer it reads with is closed): the stream must not
 		// then hang open with nothing more to come.
 		return h, errors.New("gateway: event stream ended before the workflow did")
 	}
@@ -80,7 +80,7 @@ type Feeder struct {
 }
 
 // StartFeed starts feeding sub the workflow's events after its cursor
-// until the terminal one: from the stream's own ordered consumer while it
+// until the terminal one: from the stream's own follower while it
 // replays, then from the workflow's hub once caught up (live says the
 // stream starts caught up). While replaying, a full queue makes the feed
 // wait for the client; once caught up, a full queue overflows. The stream

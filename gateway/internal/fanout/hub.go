@@ -14,13 +14,14 @@ import (
 	"github.com/agentbus/agentbus/events"
 )
 
-// Fan-out. Every subscriber replays a workflow's stored events from its own
-// ordered JetStream consumer, read only as fast as its client takes them.
-// Once it has caught up it joins the workflow's hub: one ordered consumer
+// Fan-out. Every subscriber replays a workflow's stored events through a
+// follower of its own (bus.Follow), read only as fast as its client takes
+// them. Once it has caught up it joins the workflow's hub: one follower
 // per workflow per gateway whose events are decoded and encoded once and
 // pushed, without ever waiting, into every joined subscriber's send queue.
-// A thousand live subscribers then cost the NATS server one consumer, not a
-// thousand, and a slow one overflows its own queue (a WebSocket closes
+// A thousand live subscribers then cost the NATS server one subscription
+// (a follower needs no consumer: bus.Follow), not a thousand, and a slow
+// one overflows its own queue (a WebSocket closes
 // with 4008, an SSE or A2A stream ends) without holding up the others.
 //
 // The hand-over keeps every stream exact. The hub starts after the
@@ -30,7 +31,7 @@ import (
 // (the offset of the last event it queued) is at or after base joins by
 // taking, in one step under the hub's lock, the held frames after its
 // cursor; from then on the hub pushes each new frame after the cursor.
-// A subscriber behind base goes on with its own consumer and tries again.
+// A subscriber behind base goes on with its own follower and tries again.
 
 // Source is the event log fan-out reads: *bus.Bus.
 type Source interface {
