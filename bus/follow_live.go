@@ -96,11 +96,11 @@ func (b *Bus) followLive(ctx context.Context, tenant, workflow, subj string, aft
 	qctx, qcancel := context.WithTimeout(ctx, followStallCheck)
 	newest, err := b.leaderLastOffset(qctx, subj)
 	qcancel()
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		f.behind.Store(true) // the check below reads it when it can
 		b.log.Warn("follower: the events stream's leader did not say how far the workflow's events go; following live, reading what was stored once it answers",
 			"subject", subj, "err", err)
-	} else {
+	} else if err == nil {
 		f.catchUp(newest)
 	}
 	f.mu.Unlock()
@@ -205,7 +205,11 @@ func (f *liveFollower) catchUp(target uint64) bool {
 				f.cursor.Store(target)
 				return true
 			case err == nil:
-				f.deliver(lm.Seq, 1, lm.Header, lm.Data)
+				var more uint64 // Record.Pending: 0 once caught up
+				if lm.Seq < target {
+					more = 1
+				}
+				f.deliver(lm.Seq, more, lm.Header, lm.Data)
 			}
 		}
 		if err != nil {
