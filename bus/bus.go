@@ -63,6 +63,9 @@ type Bus struct {
 	live liveMode
 	// following counts the Follow calls under way.
 	following atomic.Int64
+	// reconnects counts the connection's reconnects: a live follower
+	// reads at once what was stored while it was away (follow_live.go).
+	reconnects *atomic.Uint64
 	// dropLive, set by tests only, loses live events it returns true for.
 	dropLive func(seq uint64) bool
 }
@@ -92,6 +95,7 @@ func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 		cfg.ElectionWait = DefaultElectionWait
 	}
 	log := cfg.Logger
+	reconnects := new(atomic.Uint64)
 	opts := append([]nats.Option{
 		nats.Name(cfg.Name),
 		nats.MaxReconnects(-1),
@@ -101,7 +105,10 @@ func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 				log.Warn("nats disconnected", "err", err)
 			}
 		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats reconnected", "url", c.ConnectedUrl()) }),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			reconnects.Add(1)
+			log.Info("nats reconnected", "url", c.ConnectedUrl())
+		}),
 		// Asynchronous errors (a slow consumer dropping messages, a
 		// permissions violation) are otherwise printed by nats.go itself;
 		// route them to the log with the subscription's subject.
@@ -131,7 +138,7 @@ func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 		nc.Close()
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
-	return &Bus{nc: nc, js: js, log: log, electionWait: max(cfg.ElectionWait, 0), ops: &ops{}}, nil
+	return &Bus{nc: nc, js: js, log: log, electionWait: max(cfg.ElectionWait, 0), ops: &ops{}, reconnects: reconnects}, nil
 }
 
 // retryLogEvery is how often Connect logs that it is still retrying.

@@ -243,7 +243,8 @@ func (f *liveFollower) deliver(seq, pending uint64, h nats.Header, data []byte) 
 }
 
 // watch reads, from the stream, what the subscription missed: at once
-// when the client library dropped events or a read failed (behind), and
+// when the client library dropped events, the connection reconnected or
+// a read failed (behind), and
 // when the follower has been idle for followStallIdle while the stream's
 // leader holds a newer event of the workflow — its last event lost in a
 // reconnect, or a leader that stored it and died before republishing.
@@ -255,6 +256,7 @@ func (f *liveFollower) watch(ctx context.Context, sub *nats.Subscription, closed
 	moved := time.Now()
 	var asked time.Time
 	var dropped int
+	reconnects := f.b.reconnects.Load()
 	for {
 		select {
 		case <-ctx.Done():
@@ -270,8 +272,11 @@ func (f *liveFollower) watch(ctx context.Context, sub *nats.Subscription, closed
 			seen, moved = now, time.Now()
 		}
 		d, _ := sub.Dropped()
-		lost := d != dropped || f.behind.Load()
-		dropped = d
+		r := f.b.reconnects.Load()
+		// Dropped by the client library, missed while the connection was
+		// away, or not read when the stream did not answer.
+		lost := d != dropped || r != reconnects || f.behind.Load()
+		dropped, reconnects = d, r
 		if !lost && (time.Since(moved) < followStallIdle || time.Since(asked) < followStallCheck) {
 			continue
 		}

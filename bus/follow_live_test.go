@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -272,4 +273,28 @@ func TestFollowLiveReplaysALongBacklog(t *testing.T) {
 	publishEvent(t, env.Bus, "w1", n+1)
 	expectMessages(t, from0, n+1, n+1, "live after the backlog")
 	expectMessages(t, fromMid, n+1, n+1, "live after the backlog")
+}
+
+// A follower whose connection reconnects reads at once what it missed
+// meanwhile, without waiting for the idle check: here the last event,
+// lost on the live subject, then a reconnect.
+func TestFollowLiveReadsWhatItMissedAcrossAReconnect(t *testing.T) {
+	env := bustest.New(t)
+	follower := bustest.Connect(t, env)
+	var lost atomic.Uint64
+	follower.DropLive(func(seq uint64) bool { return seq == lost.Load() })
+	publishEvent(t, env.Bus, "w1", 1)
+	got := followInto(t, follower, "w1", 0, nil)
+	expectMessages(t, got, 1, 1, "stored before")
+	lost.Store(publishEvent(t, env.Bus, "w0", 0) + 1)
+	publishEvent(t, env.Bus, "w1", 2)
+	start := time.Now()
+	if err := follower.Conn().ForceReconnect(); err != nil {
+		t.Fatal(err)
+	}
+	expectMessages(t, got, 2, 2, "missed, then a reconnect")
+	// The idle check alone would take 3 s idle and a 2 s check.
+	if took := time.Since(start); took > 2500*time.Millisecond {
+		t.Errorf("the event missed came %s after the reconnect, want within 2.5s", took)
+	}
 }
