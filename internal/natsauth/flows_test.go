@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -135,6 +136,10 @@ func TestTenantOwnFlows(t *testing.T) {
 		if err != nil {
 			t.Fatalf("acme's live tail: %v", err)
 		}
+		stored, _, err := ac.subscribe("agentbus.acme.live.*")
+		if err != nil {
+			t.Fatalf("acme's live subject: %v", err)
+		}
 		submit(ctx, t, ac, "wf-1", map[string]string{"query": "hello"})
 		n := 0
 		oc := follow(ctx, t, ac, "wf-1", func(m jetstream.Msg) bool { n++; return ofType(events.TypeComplete)(m) })
@@ -158,6 +163,21 @@ func TestTenantOwnFlows(t *testing.T) {
 		}
 		if p, _, _ := live.Pending(); p != 0 {
 			t.Errorf("live tail has %d events more than the %d stored", p, n)
+		}
+		// The live subject: the same events as stored, each with its
+		// offset and the workflow's previous one, a chain from 0.
+		var prev uint64
+		for i := range n {
+			m, err := stored.NextMsg(deadline)
+			if err != nil {
+				t.Fatalf("live subject, event %d of %d: %v", i+1, n, err)
+			}
+			if m.Subject != "agentbus.acme.live.wf-1" || m.Header.Get(nats.JSLastSequence) != fmt.Sprint(prev) {
+				t.Fatalf("live subject got %s after offset %d: %v", m.Subject, prev, m.Header)
+			}
+			if prev, err = strconv.ParseUint(m.Header.Get(nats.JSSequence), 10, 64); err != nil {
+				t.Fatalf("live subject: event %d has no offset: %v", i+1, m.Header)
+			}
 		}
 	})
 

@@ -246,6 +246,7 @@ func tenantAccount(t Tenant) ([]Export, Account, error) {
 	var (
 		control    = root + ".control.*"
 		events     = root + ".events.*"
+		live       = root + ".live.*"
 		eventsTree = root + ".events.>"
 		replies    = root + ".reply.*"
 		results    = root + ".result.*"
@@ -279,7 +280,10 @@ func tenantAccount(t Tenant) ([]Export, Account, error) {
 	for _, s := range eventsByName() {
 		client.Publish = append(client.Publish, importAPI(s).Local())
 	}
-	client.Subscribe = append(client.Subscribe, stream(events))
+	// The live subject carries each event once stored, with its offset
+	// and its workflow's previous one (bus.Follow's way, without a
+	// consumer).
+	client.Subscribe = append(client.Subscribe, stream(events), stream(live))
 	worker.Subscribe = append(worker.Subscribe, stream(control))
 
 	worker.Publish = append(worker.Publish, service(replies, false), service(results, false), service(events, false), service(dead, false))
