@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentbus/agentbus/agents"
@@ -146,5 +147,64 @@ func TestAnswerHandedAndStreamedIsRecordedOnce(t *testing.T) {
 		if completed != 1 {
 			t.Errorf("step %s: %d completed statuses, want 1:%s", id, completed, describe(rs))
 		}
+	}
+}
+
+// TestHandedAnswerWhoseOutboxFailedIsPublished: the orchestrator records a
+// handed answer and tells the worker so, and then cannot publish the
+// transition's outbox (here the events stream refuses every new message).
+// The worker will not send the answer again, so no redelivery brings the
+// outbox out: the orchestrator publishes it again itself once the stream
+// takes messages again, long before the checkpoint scan would (a step
+// lease, 90 s here).
+func TestHandedAnswerWhoseOutboxFailedIsPublished(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	gate := newFn("gate", func(ctx context.Context, _ agents.Request) (json.RawMessage, error) {
+		select {
+		case <-release:
+			return json.RawMessage(`{"ok":true}`), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	s := startWith(t, bustest.New(t), orchestrator.Config{AckWait: time.Second}, gate)
+	js := s.env.Bus.JetStream()
+	submit(t, s.env.Bus, "default", "wf", events.WorkflowSubmitted{Plan: plan(step("g", "gate"))})
+	eventually(t, 10*time.Second, "the step runs", func() bool { return gate.calls.Load() == 1 })
+	// The events stream takes no new message: what the answer's
+	// transition publishes is refused.
+	str, err := js.Stream(t.Context(), subjects.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := str.CachedInfo().Config
+	full := cfg
+	full.MaxMsgs, full.Discard = int64(str.CachedInfo().State.Msgs), jetstream.DiscardNew
+	if _, err := js.UpdateStream(t.Context(), full); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	eventually(t, 10*time.Second, "the answer recorded", func() bool {
+		cp, err := s.orch.Checkpoint(t.Context(), "default", "wf")
+		return err == nil && cp.Status == events.StateCompleted && len(cp.Outbox) > 0
+	})
+	// The transition's publish is refused, and tried again until the
+	// handler's time (AckWait) is up: past that it has given up.
+	time.Sleep(2 * time.Second)
+	if cp, err := s.orch.Checkpoint(t.Context(), "default", "wf"); err != nil || len(cp.Outbox) == 0 {
+		t.Fatalf("the outbox went out while the stream refused it: %v", err)
+	}
+	if _, err := js.UpdateStream(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rs := collect(t, s.env.Bus, "default", "wf")
+	completedOnce(t, s.orch, "wf", rs, nil)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the stored outbox came out %s after the stream took messages again, want within 5s", took)
+	}
+	if n := gate.calls.Load(); n != 1 {
+		t.Errorf("the step ran %d times, want once", n)
 	}
 }

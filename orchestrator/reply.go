@@ -78,7 +78,14 @@ func (o *Orchestrator) handleResult(ctx context.Context, subject string, env eve
 	}
 	// The worker may ack its step once the answer is in the stored
 	// checkpoint: it need not hold its slot while the outbox goes out.
-	_, err = o.apply(whenStored(ctx, func() { bus.Accept(ctx) }), p.Tenant, p.Last, in)
+	accepted := false
+	_, err = o.apply(whenStored(ctx, func() { accepted = true; bus.Accept(ctx) }), p.Tenant, p.Last, in)
+	if err != nil && accepted {
+		// The worker was told its answer is stored, and will not send it
+		// again: no redelivery will bring the outbox out, as it does for
+		// an answer taken from the replies stream.
+		o.settleLater(p.Tenant, p.Last, err)
+	}
 	return err
 }
 
