@@ -67,27 +67,11 @@ type TakeConfig struct {
 	Timeout time.Duration
 }
 
-// acceptKey carries, in a Take handler's context, the function that
-// answers its message +OK before the handler returns.
-type acceptKey struct{}
-
-// Accept answers the message of the Take handler whose context is ctx
-// with +OK now, so that its sender goes on while the handler finishes; what
-// the handler returns after it is only logged. Outside a Take handler it
-// does nothing. The handler must call it only once what the sender relies
-// on is durable.
-func Accept(ctx context.Context) {
-	if f, ok := ctx.Value(acceptKey{}).(func()); ok {
-		f()
-	}
-}
-
 // drainWait bounds how long a stopping Take answers what it still holds.
 const drainWait = time.Second
 
 // Take handles every message Hand sends on cfg.Subject until ctx ends,
-// and answers each with h's verdict, or +OK earlier if h calls Accept on
-// its context. h gets a context that outlives ctx by
+// and answers each with h's verdict. h gets a context that outlives ctx by
 // cfg.ShutdownGrace, so that a shutdown lets it finish what it started. A
 // message that does not decode is refused with the reason, as is one that
 // arrives while Take stops. Take returns once the messages it started have
@@ -138,19 +122,13 @@ func (b *Bus) Take(ctx context.Context, cfg TakeConfig, h func(ctx context.Conte
 		go func() {
 			defer running.Done()
 			defer func() { <-slots }()
-			var once sync.Once
-			accepted := false
-			accept := func() { once.Do(func() { accepted = true; answer(m, nil) }) }
 			env, err := events.Decode(m.Header, m.Data)
 			if err == nil {
-				ctx, cancel := context.WithTimeout(context.WithValue(hctx, acceptKey{}, accept), cfg.Timeout)
+				ctx, cancel := context.WithTimeout(hctx, cfg.Timeout)
 				err = h(ctx, m.Subject, env)
 				cancel()
 			}
-			once.Do(func() { answer(m, err) })
-			if accepted && err != nil {
-				b.log.Warn("handler failed after it accepted its message", "subject", m.Subject, "err", err)
-			}
+			answer(m, err)
 		}()
 	})
 	if err != nil {

@@ -157,33 +157,3 @@ func TestTakeBoundsItsConcurrencyAndDrains(t *testing.T) {
 		t.Fatal("Take did not return once its handlers finished")
 	}
 }
-
-// A handler that accepts its message (bus.Accept) frees its sender at
-// once, while it goes on; its later error changes nothing for the sender.
-func TestAcceptAnswersBeforeTheHandlerReturns(t *testing.T) {
-	t.Parallel()
-	env := bustest.New(t)
-	release := make(chan struct{})
-	finished := make(chan struct{})
-	take(t, env.Bus, 1, func(ctx context.Context, _ string, e events.Envelope) error {
-		if e.WorkflowID == "probe" {
-			return nil
-		}
-		bus.Accept(ctx)
-		<-release
-		close(finished)
-		return errors.New("after the accept")
-	})
-	hctx, cancel := context.WithTimeout(testCtx(t), 5*time.Second)
-	defer cancel()
-	if err := env.Bus.Hand(hctx, "agentbus.default.result.wf-a", statusEvent(t, "wf-a", 1)); err != nil {
-		t.Fatalf("accepted: %v", err)
-	}
-	select {
-	case <-finished:
-		t.Fatal("Hand returned only after the handler")
-	default:
-	}
-	close(release)
-	<-finished
-}

@@ -12,8 +12,9 @@
 // streams (shared durable consumers: run as many orchestrators as you like)
 // and as step results workers hand straight to one of the orchestrators
 // (bus.Take on subjects.AllResults, queue group ResultQueue; answered only
-// once the checkpoint records them, and recorded once if the worker sends
-// them through the replies stream too) and leaves as step requests, timers and client events. A workflow's whole
+// once the checkpoint records them and the transition's outbox is
+// published, and recorded once if the worker sends them through the
+// replies stream too) and leaves as step requests, timers and client events. A workflow's whole
 // state lives in its checkpoint in KV AGENTBUS_CHECKPOINTS, written with
 // optimistic concurrency on the KV revision. Everything a transition
 // publishes is first written to the checkpoint's outbox and only then

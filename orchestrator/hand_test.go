@@ -151,12 +151,12 @@ func TestAnswerHandedAndStreamedIsRecordedOnce(t *testing.T) {
 }
 
 // TestHandedAnswerWhoseOutboxFailedIsPublished: the orchestrator records a
-// handed answer and tells the worker so, and then cannot publish the
-// transition's outbox (here the events stream refuses every new message).
-// The worker will not send the answer again, so no redelivery brings the
-// outbox out: the orchestrator publishes it again itself once the stream
-// takes messages again, long before the checkpoint scan would (a step
-// lease, 90 s here).
+// handed answer and then cannot publish the transition's outbox (here the
+// events stream refuses every new message). It must not tell the worker
+// the answer is taken: the worker then sends it through the replies
+// stream, whose deliveries publish the stored outbox once the stream takes
+// messages again — not the checkpoint scan, a step lease (90 s) later, as
+// when the worker was told +OK as soon as the checkpoint was stored.
 func TestHandedAnswerWhoseOutboxFailedIsPublished(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
@@ -190,7 +190,8 @@ func TestHandedAnswerWhoseOutboxFailedIsPublished(t *testing.T) {
 		return err == nil && cp.Status == events.StateCompleted && len(cp.Outbox) > 0
 	})
 	// The transition's publish is refused, and tried again until the
-	// handler's time (AckWait) is up: past that it has given up.
+	// handler's time (AckWait) is up: past that the worker has its -ERR
+	// and has sent the answer through the replies stream.
 	time.Sleep(2 * time.Second)
 	if cp, err := s.orch.Checkpoint(t.Context(), "default", "wf"); err != nil || len(cp.Outbox) == 0 {
 		t.Fatalf("the outbox went out while the stream refused it: %v", err)

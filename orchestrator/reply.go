@@ -76,16 +76,14 @@ func (o *Orchestrator) handleResult(ctx context.Context, subject string, env eve
 	if err != nil {
 		return err
 	}
-	// The worker may ack its step once the answer is in the stored
-	// checkpoint: it need not hold its slot while the outbox goes out.
-	accepted := false
-	_, err = o.apply(whenStored(ctx, func() { accepted = true; bus.Accept(ctx) }), p.Tenant, p.Last, in)
-	if err != nil && accepted {
-		// The worker was told its answer is stored, and will not send it
-		// again: no redelivery will bring the outbox out, as it does for
-		// an answer taken from the replies stream.
-		o.settleLater(p.Tenant, p.Last, err)
-	}
+	// +OK (nil) only once the transition's outbox is published too: an
+	// orchestrator that dies before (or cannot publish) leaves the worker
+	// without a verdict, and it sends the answer through the replies
+	// stream, whose delivery publishes the stored outbox (transition). Were
+	// the worker told as soon as the checkpoint is stored, it would ack
+	// its step, and the outbox would wait for the checkpoint scan, a step
+	// lease later; and answering then bought nothing measurable.
+	_, err = o.apply(ctx, p.Tenant, p.Last, in)
 	return err
 }
 

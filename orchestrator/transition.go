@@ -254,9 +254,6 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 		if err != nil {
 			return applied{}, err
 		}
-		if f, ok := ctx.Value(storedKey{}).(func()); ok {
-			f()
-		}
 		o.cfg.Metrics.observe(ctx, cp, eff)
 		o.tokens.spent(cp.TenantID, eff)
 		o.stored(cp, eff, spans)
@@ -522,45 +519,4 @@ func freed(cp *workflow.Checkpoint, in workflow.Input) string {
 		return t.Capability
 	}
 	return ""
-}
-
-// settleLater publishes, in the background, the outbox a transition
-// stored and could not publish (cause: a stream without a quorum, say),
-// trying again with backoff until it goes out, another transition takes
-// it, or the orchestrator stops; what no retry brings out the checkpoint
-// scan does, a step lease later.
-func (o *Orchestrator) settleLater(tenant, wf string, cause error) {
-	o.log.Warn("outbox stored, not published; publishing it again in the background", "tenant", tenant, "workflow", wf, "err", cause)
-	o.background.Add(1)
-	go func() {
-		defer o.background.Done()
-		ctx := o.backgroundCtx
-		wait := 100 * time.Millisecond
-		for deadline := time.Now().Add(max(o.cfg.StepLease, time.Minute)); time.Now().Before(deadline); wait = min(2*wait, 2*time.Second) {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-			tctx, cancel := context.WithTimeout(ctx, o.cfg.AckWait)
-			err := o.settle(tctx, tenant, wf)
-			cancel()
-			if err == nil {
-				o.log.Info("stored outbox published", "tenant", tenant, "workflow", wf)
-				return
-			}
-			o.log.Debug("stored outbox not published yet", "tenant", tenant, "workflow", wf, "err", err)
-		}
-	}()
-}
-
-// storedKey carries, in a transition's context, a function it calls once
-// its checkpoint is stored, before it publishes the outbox (whenStored).
-type storedKey struct{}
-
-// whenStored returns ctx with fn, which the transition run under it calls
-// once the input is recorded in the stored checkpoint: what follows (the
-// outbox) a crash would leave to the next transition or the scan.
-func whenStored(ctx context.Context, fn func()) context.Context {
-	return context.WithValue(ctx, storedKey{}, fn)
 }
