@@ -286,6 +286,9 @@ func (f *liveFollower) watch(ctx context.Context, sub *nats.Subscription, closed
 		cancel()
 		if err != nil {
 			f.b.log.Warn("follower idle, and the stream does not say whether it should be", "cursor", now, "err", err)
+			if lost {
+				f.behind.Store(true) // ask again at the next tick
+			}
 			continue
 		}
 		if newest <= f.cursor.Load() {
