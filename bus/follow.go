@@ -133,8 +133,7 @@ func (b *Bus) follow(ctx context.Context, subj string, after *uint64, fn FollowF
 		if err != nil {
 			// Most likely an agent outside Go that left out a header or a
 			// required field: say which, where, and that no client sees it.
-			b.log.Warn("event not delivered to clients: malformed", "subject", m.Subject(), "offset", md.Sequence.Stream,
-				"type", lookupHeader(m.Headers(), events.HeaderType), "source", lookupHeader(m.Headers(), events.HeaderSource), "err", err)
+			b.malformed(m.Subject(), md.Sequence.Stream, m.Headers(), err)
 			return
 		}
 		busy.Store(true)
@@ -159,20 +158,10 @@ func (b *Bus) follow(ctx context.Context, subj string, after *uint64, fn FollowF
 	defer func() {
 		// Stopping an ordered consumer leaves it on the server until its
 		// inactivity threshold; delete it now so followers never pile up.
-		cleanup := func() {
-			cc.Stop()
-			info := cons.CachedInfo()
-			if info == nil {
-				return
-			}
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			_ = b.js.DeleteConsumer(dctx, subjects.StreamEvents, info.Name)
-		}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			cleanup()
+			b.deleteOrdered(ctx, cons, cc)
 		}()
 		if waitForCleanup {
 			// Bounded: a consumer being replaced must not hold up the
@@ -317,11 +306,33 @@ func (b *Bus) LastRecord(ctx context.Context, tenant, workflow string) (Record, 
 	if err != nil {
 		// The offset still counts (a cursor may point past it), but the
 		// event itself is not one a client will see: say so, as Follow does.
-		b.log.Warn("event not delivered to clients: malformed", "subject", subj, "offset", m.Sequence,
-			"type", lookupHeader(m.Header, events.HeaderType), "source", lookupHeader(m.Header, events.HeaderSource), "err", err)
+		b.malformed(subj, m.Sequence, m.Header, err)
 		return Record{Offset: m.Sequence}, nil
 	}
 	return Record{Offset: m.Sequence, Envelope: env}, nil
+}
+
+// malformed logs a stored event no client will see, with where it is,
+// what it claims to be and what was wrong.
+func (b *Bus) malformed(subj string, offset uint64, h map[string][]string, err error) {
+	b.log.Warn("event not delivered to clients: malformed", "subject", subj, "offset", offset,
+		"type", lookupHeader(h, events.HeaderType), "source", lookupHeader(h, events.HeaderSource), "err", err)
+}
+
+// deleteOrdered stops an ordered consumer's Consume and deletes the
+// consumer, which would otherwise stay on the server until its
+// inactivity threshold. The library may be replacing it (its server
+// died), and Stop waits for that: run it in the background when the
+// caller must not wait.
+func (b *Bus) deleteOrdered(ctx context.Context, cons jetstream.Consumer, cc jetstream.ConsumeContext) {
+	cc.Stop()
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = b.js.DeleteConsumer(dctx, subjects.StreamEvents, info.Name)
 }
 
 // lookupHeader reads a header by name whatever its case: a publisher outside

@@ -229,8 +229,7 @@ func (f *liveFollower) deliver(seq, pending uint64, h nats.Header, data []byte) 
 	f.cursor.Store(seq)
 	env, err := events.Decode(h, data)
 	if err != nil {
-		f.b.log.Warn("event not delivered to clients: malformed", "subject", f.subj, "offset", seq,
-			"type", lookupHeader(h, events.HeaderType), "source", lookupHeader(h, events.HeaderSource), "err", err)
+		f.b.malformed(f.subj, seq, h, err)
 		return
 	}
 	f.busy.Store(true)

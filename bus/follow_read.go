@@ -128,15 +128,7 @@ func (b *Bus) readOrdered(ctx context.Context, subj string, from, to uint64, fn 
 		mu.Lock()
 		stopped = true
 		mu.Unlock()
-		// As follow does: delete the consumer now, in the background.
-		go func() {
-			cc.Stop()
-			if info := cons.CachedInfo(); info != nil {
-				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				defer cancel()
-				_ = b.js.DeleteConsumer(dctx, subjects.StreamEvents, info.Name)
-			}
-		}()
+		go b.deleteOrdered(ctx, cons, cc)
 	}()
 	t := time.NewTicker(readWait)
 	defer t.Stop()
