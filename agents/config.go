@@ -69,6 +69,11 @@ type WorkerConfig struct {
 	// checkpoint before it says so. A hand that waited it out pauses
 	// handing for 15 such waits.
 	HandWait time.Duration
+	// NoEager turns eager dispatch off: a worker handing an answer over
+	// offers the slot it frees, and the orchestrator may hand the next step
+	// of the same capability back with the verdict (orchestrator's
+	// eager.go), to run at once without a pull. Off, every step is pulled.
+	NoEager bool
 	// Heartbeat is the registry refresh interval; a registration lives
 	// 3·Heartbeat (rounded up to whole seconds, at least 1s) unless
 	// refreshed, and reads "unreachable" after 2·Heartbeat. Default 5s.

@@ -33,6 +33,8 @@ const (
 //	agentbus_worker_dead_letters_total{capability}             steps dead-lettered (answered step.failed)
 //	agentbus_worker_answers_total{capability,way}              steps answered, "handed" straight to an orchestrator
 //	                                                           or "streamed" through the replies stream
+//	agentbus_worker_eager_steps_total{capability}              steps an orchestrator handed back with the verdict
+//	                                                           on an answer, run without a pull (eager dispatch)
 //	agentbus_worker_step_backlog{capability,state}             the shared step consumer's pending ("pending") and
 //	                                                           delivered-but-unacknowledged ("ack_pending") steps,
 //	                                                           read on scrape (cached BacklogTTL)
@@ -47,6 +49,7 @@ type Metrics struct {
 	retries      *prometheus.CounterVec
 	deadLetters  *prometheus.CounterVec
 	answers      *prometheus.CounterVec
+	eagerSteps   *prometheus.CounterVec
 	backlog      *backlog
 }
 
@@ -81,12 +84,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		answers: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "answers_total",
 			Help: "Steps answered, by capability and way: handed straight to an orchestrator, or streamed through the replies stream."},
 			[]string{"capability", "way"}),
-		backlog: &backlog{buses: map[string]*bus.Bus{}},
+		eagerSteps: perCap("eager_steps_total", "Steps an orchestrator handed back with the verdict on an answer, run in the slot that answered without a pull."),
+		backlog:    &backlog{buses: map[string]*bus.Bus{}},
 	}
 	m.backlog.desc = prometheus.NewDesc(prometheus.BuildFQName(ns, sub, "step_backlog"),
 		"Steps waiting on a capability's shared consumer: pending (not yet delivered) and ack_pending (delivered, not yet acknowledged).",
 		[]string{"capability", "state"}, nil)
-	for _, c := range []prometheus.Collector{m.duration, m.queueWait, m.inFlight, m.redeliveries, m.retries, m.deadLetters, m.answers, m.backlog} {
+	for _, c := range []prometheus.Collector{m.duration, m.queueWait, m.inFlight, m.redeliveries, m.retries, m.deadLetters, m.answers, m.eagerSteps, m.backlog} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -101,7 +105,7 @@ func (m *Metrics) serve(b *bus.Bus, capability string) {
 		return
 	}
 	m.inFlight.WithLabelValues(capability)
-	for _, c := range []*prometheus.CounterVec{m.redeliveries, m.retries, m.deadLetters} {
+	for _, c := range []*prometheus.CounterVec{m.redeliveries, m.retries, m.deadLetters, m.eagerSteps} {
 		c.WithLabelValues(capability)
 	}
 	for _, way := range []string{AnswerHanded, AnswerStreamed} {
@@ -153,6 +157,13 @@ const (
 func (m *Metrics) answered(capability, way string) {
 	if m != nil {
 		m.answers.WithLabelValues(capability, way).Inc()
+	}
+}
+
+// eager counts a step handed back with a verdict.
+func (m *Metrics) eager(capability string) {
+	if m != nil {
+		m.eagerSteps.WithLabelValues(capability).Inc()
 	}
 }
 

@@ -47,6 +47,9 @@ type Worker struct {
 	// handPaused is when handing may resume (unix ns) after a hand got
 	// no verdict in time: answers go through the stream meanwhile.
 	handPaused atomic.Int64
+	// handedBack holds, by delivery, the step request an orchestrator
+	// handed back with the verdict on its answer (eager.go).
+	handedBack sync.Map
 }
 
 // running is one agent in this worker.
@@ -167,7 +170,11 @@ func (w *Worker) Run(ctx context.Context) error {
 			go func() {
 				defer wg.Done()
 				err := w.cfg.Bus.Consume(ctx, w.consumeConfig(c), func(hctx context.Context, d *bus.Delivery) error {
-					return w.traced(hctx, r, c, d)
+					err := w.traced(hctx, r, c, d)
+					if back := w.takeBack(d); back != nil {
+						d.Then(func(ctx context.Context) { w.runHanded(ctx, r, c, *back) })
+					}
+					return err
 				})
 				mu.Lock()
 				errs = append(errs, err)
@@ -339,8 +346,11 @@ func (w *Worker) reply(ctx context.Context, d *bus.Delivery, req Request, typ ev
 	}
 	traceEnvelope(ctx, &env)
 	handed := time.Now()
-	if w.hand(ctx, req, env) {
+	if ok, back := w.hand(ctx, req, env); ok {
 		w.cfg.Metrics.answered(req.served, AnswerHanded)
+		if back != nil {
+			w.handedBack.Store(d, back)
+		}
 		return nil
 	}
 	if time.Since(handed) > w.cfg.AckWait/10 {
@@ -386,18 +396,23 @@ func (w *Worker) reply(ctx context.Context, d *bus.Delivery, req Request, typ ev
 // NATS user that may not publish on the result subject, whose refusal the
 // server reports only to the connection's error handler) would otherwise
 // cost every step that wait.
-func (w *Worker) hand(ctx context.Context, req Request, env events.Envelope) bool {
+func (w *Worker) hand(ctx context.Context, req Request, env events.Envelope) (bool, *events.Envelope) {
 	if w.cfg.HandWait < 0 || time.Now().UnixNano() < w.handPaused.Load() {
-		return false
+		return false, nil
 	}
 	subj, err := subjects.Result(req.TenantID, req.WorkflowID)
 	if err != nil {
-		return false
+		return false, nil
 	}
 	wait := min(w.cfg.HandWait, w.cfg.AckWait/4)
 	hctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if err := w.cfg.Bus.Hand(hctx, subj, env); err != nil {
+	offer := req.served
+	if w.cfg.NoEager || ctx.Err() != nil {
+		offer = ""
+	}
+	back, err := w.cfg.Bus.HandOffer(hctx, subj, env, offer)
+	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			pause := handPauseFactor * wait
 			w.handPaused.Store(time.Now().Add(pause).UnixNano())
@@ -407,9 +422,9 @@ func (w *Worker) hand(ctx context.Context, req Request, env events.Envelope) boo
 		} else if !errors.Is(err, bus.ErrNoResponder) {
 			w.log.Debug("step answer not taken; sent through the replies stream", "workflow", req.WorkflowID, "step", req.StepID, "err", err)
 		}
-		return false
+		return false, nil
 	}
-	return true
+	return true, back
 }
 
 // handPauseFactor is how many hand waits handing pauses after one that

@@ -43,6 +43,25 @@ type Delivery struct {
 	// header is a stored message's headers (StoredDelivery); a consumed
 	// one's are msg's.
 	header map[string][]string
+	// then runs in the handler's goroutine once the delivery is settled
+	// (Then).
+	then func(ctx context.Context)
+	// handed: a message handed over by core NATS (HandedDelivery).
+	handed bool
+}
+
+// Then has fn run after the handler returns and its delivery is settled
+// (acked, naked), in the same goroutine and so in the same one of
+// Consume's slots: work the handler got in return for its answer (a step
+// handed back with the verdict, bus.HandOffer) runs without a pull, and
+// the delivery it follows is not held while it runs.
+func (d *Delivery) Then(fn func(ctx context.Context)) { d.then = fn }
+
+// HandedDelivery is a Delivery of a message handed over by core NATS
+// (bus.HandOffer) rather than delivered by a consumer: as StoredDelivery,
+// InProgress does nothing; DeadLetter copies its envelope.
+func HandedDelivery(subject string, env events.Envelope) *Delivery {
+	return &Delivery{Envelope: env, Subject: subject, Delivered: 1, handed: true}
 }
 
 // Header returns the message's header name as published (the first
@@ -315,6 +334,9 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumeConfig, h Handler, m Pulled
 		b.log.Debug("message naked", "subject", m.Subject(), "delivered", d.Delivered, "err", err)
 		_ = m.NakWithDelay(cfg.Backoff(d.Delivered))
 	}
+	if d.then != nil {
+		b.safeCall(ctx, func(ctx context.Context, _ *Delivery) error { d.then(ctx); return nil }, d)
+	}
 }
 
 // safeCall runs h and turns a panic into an error, so one bad message cannot
@@ -354,22 +376,39 @@ const (
 // publish is deduplicated on the original stream sequence. The caller then
 // acks the delivery.
 func (b *Bus) DeadLetter(ctx context.Context, d *Delivery, subject, reason, by string) error {
-	if d.msg == nil {
+	var m *nats.Msg
+	switch {
+	case d.msg != nil:
+		m = nats.NewMsg(subject)
+		for k, v := range d.msg.Headers() {
+			m.Header[k] = append([]string(nil), v...)
+		}
+		m.Data = d.msg.Data()
+	case d.handed:
+		var err error
+		if m, err = toMsg(subject, d.Envelope); err != nil {
+			return fmt.Errorf("bus: dead-letter to %s: %w", subject, err)
+		}
+	default:
 		return fmt.Errorf("bus: dead-letter to %s: a stored delivery has no message to copy", subject)
-	}
-	m := nats.NewMsg(subject)
-	for k, v := range d.msg.Headers() {
-		m.Header[k] = append([]string(nil), v...)
 	}
 	m.Header.Set(HeaderDeadLetterReason, reason)
 	m.Header.Set(HeaderDeadLetterCount, strconv.FormatUint(d.Delivered, 10))
 	m.Header.Set(HeaderDeadLetterBy, by)
 	m.Header.Set(HeaderDeadLetterSubject, d.Subject)
-	m.Data = d.msg.Data()
-	if _, err := b.js.PublishMsg(ctx, m, jetstream.WithMsgID(fmt.Sprintf("deadletter/%s/%d", d.Subject, d.Sequence))); err != nil {
+	if _, err := b.js.PublishMsg(ctx, m, jetstream.WithMsgID(deadLetterID(d))); err != nil {
 		return fmt.Errorf("bus: dead-letter to %s: %w", subject, err)
 	}
 	return nil
+}
+
+// deadLetterID is a dead letter's dedup key: the original's stream
+// sequence, or a handed message's own id (it has no sequence).
+func deadLetterID(d *Delivery) string {
+	if d.handed {
+		return "deadletter/" + d.Envelope.ID
+	}
+	return fmt.Sprintf("deadletter/%s/%d", d.Subject, d.Sequence)
 }
 
 // KeepInProgress sends an in-progress ack every interval (at least 100ms)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,21 +33,79 @@ const (
 // error must deliver it another way, and that other way must tolerate a
 // copy the handler took after the sender stopped waiting.
 func (b *Bus) Hand(ctx context.Context, subject string, env events.Envelope) error {
+	_, err := b.HandOffer(ctx, subject, env, "")
+	return err
+}
+
+// HeaderOffer, on a handed message, names what its sender offers to take
+// in return with the verdict: a step of that capability (agents: a slot
+// just freed). A handler that has one answers with it (Handed.Offer).
+const HeaderOffer = "Agentbus-Offer"
+
+// HandOffer is Hand with an offer (HeaderOffer; none if ""): with the
+// verdict, the handler may send back a message for the sender to take,
+// which HandOffer returns (nil if none). That message is the sender's
+// from then on: nothing else holds it.
+func (b *Bus) HandOffer(ctx context.Context, subject string, env events.Envelope, offer string) (*events.Envelope, error) {
 	m, err := toMsg(subject, env)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if offer != "" {
+		m.Header.Set(HeaderOffer, offer)
+		if dl, ok := ctx.Deadline(); ok {
+			m.Header.Set(headerOfferUntil, strconv.FormatInt(dl.UnixMilli(), 10))
+		}
 	}
 	resp, err := b.nc.RequestMsgWithContext(ctx, m)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return fmt.Errorf("%w on %s", ErrNoResponder, subject)
+		return nil, fmt.Errorf("%w on %s", ErrNoResponder, subject)
 	case err != nil:
-		return fmt.Errorf("bus: hand %s: %w", subject, err)
+		return nil, fmt.Errorf("bus: hand %s: %w", subject, err)
+	}
+	if resp.Header.Get(headerTaken) == takenOK {
+		// Taken, with a message in return.
+		back, err := events.Decode(resp.Header, resp.Data)
+		if err != nil {
+			// The answer was recorded; only what came back is lost to the
+			// sender, and its sender's lease recovers it.
+			b.log.Warn("message handed back with a verdict does not decode", "subject", subject, "err", err)
+			return nil, nil
+		}
+		return &back, nil
 	}
 	if s := string(resp.Data); s != takenOK {
-		return fmt.Errorf("%w on %s: %s", ErrNotTaken, subject, strings.TrimPrefix(s, takenErr))
+		return nil, fmt.Errorf("%w on %s: %s", ErrNotTaken, subject, strings.TrimPrefix(s, takenErr))
 	}
-	return nil
+	return nil, nil
+}
+
+// headerOfferUntil is when the sender of an offer stops waiting for the
+// verdict (unix milliseconds): a message sent back after that is not
+// taken.
+const headerOfferUntil = "Agentbus-Offer-Until"
+
+// headerTaken carries the verdict on an answer that brings a message back
+// in its body.
+const headerTaken = "Agentbus-Taken"
+
+// Handed is a message Take got.
+type Handed struct {
+	Subject string
+	Env     events.Envelope
+	// Offer is what its sender offered to take back (HeaderOffer), and
+	// OfferUntil when it stops waiting for the verdict (zero: unknown).
+	Offer      string
+	OfferUntil time.Time
+}
+
+func handed(m *nats.Msg, env events.Envelope) Handed {
+	h := Handed{Subject: m.Subject, Env: env, Offer: m.Header.Get(HeaderOffer)}
+	if ms, err := strconv.ParseInt(m.Header.Get(headerOfferUntil), 10, 64); err == nil {
+		h.OfferUntil = time.UnixMilli(ms)
+	}
+	return h
 }
 
 // TakeConfig says where Take listens.
@@ -77,6 +136,15 @@ const drainWait = time.Second
 // arrives while Take stops. Take returns once the messages it started have
 // been answered.
 func (b *Bus) Take(ctx context.Context, cfg TakeConfig, h func(ctx context.Context, subject string, env events.Envelope) error) error {
+	return b.TakeOffers(ctx, cfg, func(ctx context.Context, m Handed) (*events.Envelope, error) {
+		return nil, h(ctx, m.Subject, m.Env)
+	})
+}
+
+// TakeOffers is Take for a handler that may answer a message's offer: a
+// message it returns with a nil error goes back to the sender with the
+// verdict (HandOffer returns it).
+func (b *Bus) TakeOffers(ctx context.Context, cfg TakeConfig, h func(ctx context.Context, m Handed) (*events.Envelope, error)) error {
 	if cfg.ShutdownGrace == 0 {
 		cfg.ShutdownGrace = 10 * time.Second
 	}
@@ -91,12 +159,24 @@ func (b *Bus) Take(ctx context.Context, cfg TakeConfig, h func(ctx context.Conte
 		mu      sync.Mutex // guards stopped, after which nothing joins running
 		stopped bool
 	)
-	answer := func(m *nats.Msg, err error) {
+	answer := func(m *nats.Msg, back *events.Envelope, err error) {
 		out := takenOK
 		if err != nil {
 			out = takenErr + err.Error()
 		}
-		if rerr := m.Respond([]byte(out)); rerr != nil {
+		var rerr error
+		if back != nil && err == nil {
+			r, terr := toMsg(m.Reply, *back)
+			if terr == nil {
+				r.Header.Set(headerTaken, takenOK)
+				rerr = m.RespondMsg(r)
+			} else {
+				rerr = m.Respond([]byte(out))
+			}
+		} else {
+			rerr = m.Respond([]byte(out))
+		}
+		if rerr != nil {
 			b.log.Debug("answer to a handed message not sent", "subject", m.Subject, "err", rerr)
 		}
 	}
@@ -107,14 +187,14 @@ func (b *Bus) Take(ctx context.Context, cfg TakeConfig, h func(ctx context.Conte
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
-			answer(m, errors.New("stopping"))
+			answer(m, nil, errors.New("stopping"))
 			return
 		}
 		mu.Lock()
 		if stopped {
 			mu.Unlock()
 			<-slots
-			answer(m, errors.New("stopping"))
+			answer(m, nil, errors.New("stopping"))
 			return
 		}
 		running.Add(1)
@@ -123,12 +203,13 @@ func (b *Bus) Take(ctx context.Context, cfg TakeConfig, h func(ctx context.Conte
 			defer running.Done()
 			defer func() { <-slots }()
 			env, err := events.Decode(m.Header, m.Data)
+			var back *events.Envelope
 			if err == nil {
 				ctx, cancel := context.WithTimeout(hctx, cfg.Timeout)
-				err = h(ctx, m.Subject, env)
+				back, err = h(ctx, handed(m, env))
 				cancel()
 			}
-			answer(m, err)
+			answer(m, back, err)
 		}()
 	})
 	if err != nil {

@@ -157,3 +157,71 @@ func TestTakeBoundsItsConcurrencyAndDrains(t *testing.T) {
 		t.Fatal("Take did not return once its handlers finished")
 	}
 }
+
+// TestHandOfferGetsAMessageBack: a handed message's offer reaches the
+// handler with the time its sender stops waiting; a message the handler
+// returns comes back with the verdict, whole, and none comes back when it
+// returns none or refuses.
+func TestHandOfferGetsAMessageBack(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	ctx := testCtx(t)
+	back := statusEvent(t, "wf-back", 7)
+	type seen struct {
+		offer string
+		until time.Time
+	}
+	got := make(chan seen, 8)
+	ctx2, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		_ = env.Bus.TakeOffers(ctx2, bus.TakeConfig{Subject: subjects.AllResults, Queue: "q"}, func(_ context.Context, m bus.Handed) (*events.Envelope, error) {
+			got <- seen{m.Offer, m.OfferUntil}
+			switch m.Env.WorkflowID {
+			case "wf-none":
+				return nil, nil
+			case "wf-refused":
+				return &back, errors.New("no")
+			}
+			return &back, nil
+		})
+	}()
+	var reply *events.Envelope
+	deadline := time.Now().Add(testTimeout)
+	for {
+		hctx, hcancel := context.WithTimeout(ctx, 2*time.Second)
+		r, err := env.Bus.HandOffer(hctx, "agentbus.default.result.wf-1", statusEvent(t, "wf-1", 1), "echo")
+		hcancel()
+		if err == nil {
+			reply = r
+			break
+		}
+		if !errors.Is(err, bus.ErrNoResponder) || time.Now().After(deadline) {
+			t.Fatalf("HandOffer: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s := <-got
+	if s.offer != "echo" || time.Until(s.until) <= 0 || time.Until(s.until) > 2*time.Second {
+		t.Errorf("handler saw offer %q until %s, want echo within the sender's 2 s", s.offer, s.until)
+	}
+	if reply == nil || reply.ID != back.ID || reply.WorkflowID != "wf-back" || string(reply.Data) != string(back.Data) || reply.Type != back.Type {
+		t.Fatalf("got back %+v, want %+v", reply, back)
+	}
+	if r, err := env.Bus.HandOffer(ctx, "agentbus.default.result.wf-none", statusEvent(t, "wf-none", 1), "echo"); err != nil || r != nil {
+		t.Errorf("with nothing to send back: %+v, %v; want nil, nil", r, err)
+	}
+	if r, err := env.Bus.HandOffer(ctx, "agentbus.default.result.wf-refused", statusEvent(t, "wf-refused", 1), "echo"); !errors.Is(err, bus.ErrNotTaken) || r != nil {
+		t.Errorf("refused: %+v, %v; want nil, ErrNotTaken", r, err)
+	}
+	// Hand, without an offer, sends none.
+	if err := env.Bus.Hand(ctx, "agentbus.default.result.wf-none", statusEvent(t, "wf-none", 2)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		<-got
+	}
+	if s := <-got; s.offer != "" || !s.until.IsZero() {
+		t.Errorf("Hand sent offer %q until %s, want none", s.offer, s.until)
+	}
+}

@@ -22,7 +22,7 @@ var (
 		events.TypeWorkflowSubmitted, events.TypeStepRequested, events.TypeStepCompleted,
 		events.TypeStepFailed, events.TypeControl, events.TypeStatus, events.TypeProgress,
 		events.TypeArtifact, events.TypeError, events.TypeComplete, events.TypeCancelled, events.TypeDeadline, events.TypeScheduleFire,
-		events.TypeCustom,
+		events.TypeCustom, events.TypeStepRunning,
 	}
 )
 
@@ -57,8 +57,9 @@ var payloads = map[events.Type]any{
 		StepID: "fetch", Capability: "http_fetch", Attempt: 3, Error: "GET https://example.com: timeout",
 		Retryable: true, Worker: "agent-http-2",
 	},
-	events.TypeControl: &events.Control{Action: "cancel", Reason: "user pressed stop"},
-	events.TypeStatus:  &events.Status{State: events.StateWorking, StepID: "search", Message: "searching"},
+	events.TypeStepRunning: &events.StepRunning{StepID: "fetch", Capability: "http_fetch", Attempt: 2, Worker: "agent-http-2"},
+	events.TypeControl:     &events.Control{Action: "cancel", Reason: "user pressed stop"},
+	events.TypeStatus:      &events.Status{State: events.StateWorking, StepID: "search", Message: "searching"},
 	events.TypeProgress: &events.Progress{
 		CompletedSteps: 2, TotalSteps: 3, Percent: 66.67, StepID: "fetch", Message: "fetched 1 page",
 	},

@@ -146,6 +146,14 @@ type StepFailed struct {
 	Usage *Usage `json:"usage,omitempty"`
 }
 
+// StepRunning is the data of TypeStepRunning.
+type StepRunning struct {
+	StepID     string `json:"step_id"`
+	Capability string `json:"capability"`
+	Attempt    int    `json:"attempt"`
+	Worker     string `json:"worker,omitempty"`
+}
+
 // Control actions.
 const (
 	ActionCancel  = "cancel"

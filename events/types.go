@@ -15,6 +15,10 @@ const (
 	TypeStepCompleted Type = "io.agentbus.step.completed.v1"
 	// TypeStepFailed is an agent's failure for a step; data is StepFailed.
 	TypeStepFailed Type = "io.agentbus.step.failed.v1"
+	// TypeStepRunning is a worker's word that it still runs a step an
+	// orchestrator handed to it with a verdict (eager dispatch), renewing
+	// the step's lease; data is StepRunning.
+	TypeStepRunning Type = "io.agentbus.step.running.v1"
 	// TypeControl is a control message (cancel); data is Control.
 	TypeControl Type = "io.agentbus.workflow.control.v1"
 	// TypeDeadline is a workflow's durable timer, held on its reply subject
@@ -48,6 +52,7 @@ var typeInfo = map[Type]struct{ schema, short string }{
 	TypeStepRequested:     {"step.requested", "step.requested"},
 	TypeStepCompleted:     {"step.completed", "step.completed"},
 	TypeStepFailed:        {"step.failed", "step.failed"},
+	TypeStepRunning:       {"step.running", "step.running"},
 	TypeControl:           {"control", "control"},
 	TypeDeadline:          {"deadline", "deadline"},
 	TypeScheduleFire:      {"schedule.fire", "schedule.fire"},

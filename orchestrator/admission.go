@@ -673,3 +673,16 @@ func (f *admission) throttle(ctx context.Context, tenant, capability string, pri
 	}
 	f.o.cfg.Metrics.throttledStep(tenant, capability)
 }
+
+// idle reports whether nothing waited for a capability's workers at its
+// last probe: a step handed straight to a worker (eager.go) then
+// overtakes no other.
+func (f *admission) idle(capability string) bool {
+	if f == nil {
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.probes[capability]
+	return p != nil && !p.at.IsZero() && p.queued == 0 && p.load.Pending == 0
+}

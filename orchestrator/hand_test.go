@@ -64,20 +64,27 @@ func TestHandedAnswersSkipTheRepliesStream(t *testing.T) {
 			if info.State.LastSeq != c.stored {
 				t.Errorf("the replies stream stored %d answers, want %d", info.State.LastSeq, c.stored)
 			}
-			got := map[string]float64{}
-			families, _ := reg.Gather()
-			for _, f := range families {
-				if f.GetName() != "agentbus_worker_answers_total" {
-					continue
-				}
-				for _, m := range f.GetMetric() {
-					for _, l := range m.GetLabel() {
-						if l.GetName() == "way" {
-							got[l.GetValue()] = m.GetCounter().GetValue()
+			// The worker counts an answer once its verdict is back, which may
+			// be after the workflow's end is stored.
+			var got map[string]float64
+			answers := func() bool {
+				got = map[string]float64{}
+				families, _ := reg.Gather()
+				for _, f := range families {
+					if f.GetName() != "agentbus_worker_answers_total" {
+						continue
+					}
+					for _, m := range f.GetMetric() {
+						for _, l := range m.GetLabel() {
+							if l.GetName() == "way" {
+								got[l.GetValue()] = m.GetCounter().GetValue()
+							}
 						}
 					}
 				}
+				return got[agents.AnswerHanded]+got[agents.AnswerStreamed] >= 3
 			}
+			eventually(t, 10*time.Second, "three answers counted", answers)
 			if len(got) != 2 || got[c.way] != 3 || got[agents.AnswerHanded]+got[agents.AnswerStreamed] != 3 {
 				t.Errorf("agentbus_worker_answers_total by way: %v, want 3 %s", got, c.way)
 			}

@@ -96,8 +96,8 @@ func (o *Orchestrator) watch(ctx context.Context, tenant, workflow string, n int
 	next := o.cfg.StepLease
 	for _, id := range working(cp) {
 		t := cp.Tasks[id]
-		if t.DispatchedAt != nil {
-			if due := t.DispatchedAt.Add(o.cfg.StepLease); due.After(now) {
+		if from := leaseFrom(t); from != nil {
+			if due := from.Add(o.cfg.StepLease); due.After(now) {
 				next = min(next, due.Sub(now))
 				continue
 			}
@@ -124,6 +124,16 @@ func (o *Orchestrator) watch(ctx context.Context, tenant, workflow string, n int
 		}
 	}
 	return o.rearm(ctx, cp, n, now.Add(next))
+}
+
+// leaseFrom is when a working step's lease runs from: its dispatch, or
+// its worker's last word that it still runs it (a step handed with a
+// verdict, eager.go).
+func leaseFrom(t *wf.Task) *time.Time {
+	if t.RenewedAt != nil && (t.DispatchedAt == nil || t.RenewedAt.After(*t.DispatchedAt)) {
+		return t.RenewedAt
+	}
+	return t.DispatchedAt
 }
 
 // rearm schedules the workflow's watchdog timer number n again, at at. A

@@ -405,7 +405,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	var schedErr, takeErr error
 	wg.Go(func() { schedErr = o.runSchedules(ctx) })
 	wg.Go(func() {
-		takeErr = o.bus.Take(ctx, bus.TakeConfig{Subject: subjects.AllResults, Queue: ResultQueue,
+		takeErr = o.bus.TakeOffers(ctx, bus.TakeConfig{Subject: subjects.AllResults, Queue: ResultQueue,
 			Concurrency: o.cfg.Concurrency, Timeout: o.cfg.AckWait}, o.handleResult)
 	})
 	if o.cfg.StepLease > 0 {

@@ -59,6 +59,9 @@ func (o *Orchestrator) loadFrom(ctx context.Context, tenant, wf string, current 
 type applied struct {
 	workflow.Effects
 	Status events.State
+	// Handed is the step request handed back to the worker whose answer
+	// the transition recorded (eager.go), nil if none.
+	Handed *events.Envelope
 }
 
 // begin applies an input to a new workflow's checkpoint (Planned, Forked,
@@ -158,6 +161,13 @@ func (o *Orchestrator) apply(ctx context.Context, tenant, wf string, in workflow
 // dispatched) on the bucket's leader, since a replica may lag behind
 // another orchestrator's write. Its error is returned as is.
 func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in workflow.Input) (applied, error) {
+	return o.transitionOffer(ctx, tenant, wf, in, nil)
+}
+
+// transitionOffer is transition for an input whose sender offered to take
+// a step back with the verdict (eager.go): one the transition dispatches
+// may be handed to it instead of published.
+func (o *Orchestrator) transitionOffer(ctx context.Context, tenant, wf string, in workflow.Input, off *offer) (applied, error) {
 	key, err := subjects.CheckpointKey(tenant, wf)
 	if err != nil {
 		return applied{}, err
@@ -230,6 +240,7 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 			return applied{}, err
 		}
 		spans := o.dispatched(cp, &eff)
+		handed := o.handBack(cp, &eff, off)
 		cp.Outbox = append(cp.Outbox, eff.Outbox...)
 		if err := o.recordTurn(ctx, cp); err != nil {
 			return applied{}, err
@@ -262,7 +273,7 @@ func (o *Orchestrator) transition(ctx context.Context, tenant, wf string, in wor
 		err = o.flush(ctx, key, cp, rev)
 		o.admitted(eff)
 		o.startLater(cp, started)
-		return applied{Effects: eff, Status: cp.Status}, err
+		return applied{Effects: eff, Status: cp.Status, Handed: handed}, err
 	}
 	return applied{}, fmt.Errorf("orchestrator: checkpoint %s: %w after %d attempts", key, bus.ErrConflict, maxConflicts)
 }
@@ -438,11 +449,15 @@ func (o *Orchestrator) clear(ctx context.Context, key string, cp *workflow.Check
 // publish publishes cp's outbox, and notes in cp where each step request
 // is stored, for the watchdog (lease.go).
 func (o *Orchestrator) publish(ctx context.Context, cp *workflow.Checkpoint) error {
-	acks, err := o.bus.PublishAll(ctx, envelopes(cp, cp.Outbox))
+	out := published(cp.Outbox)
+	if len(out) == 0 {
+		return nil
+	}
+	acks, err := o.bus.PublishAll(ctx, envelopes(cp, out))
 	if err != nil {
 		return err
 	}
-	for i, m := range cp.Outbox {
+	for i, m := range out {
 		if _, _, _, err := subjects.ParseQueue(m.Subject); m.Type != events.TypeStepRequested || err == nil {
 			continue // a parked request's sequence is in the queue, not AGENTBUS_STEPS
 		}

@@ -120,6 +120,8 @@ func admit(cp *Checkpoint, in Input) error {
 			return fmt.Errorf("%w: step %s attempt %d was seen held already", ErrStale, in.StepID, in.Attempt)
 		}
 		return err
+	case Running:
+		return worked(live(cp, in, in.StepID, in.Attempt, true))
 	case SteppedDown:
 		t, err := live(cp, in, in.StepID, in.Attempt, true)
 		if err = worked(t, err); err == nil && t.SteppedDownAt != nil {
@@ -316,6 +318,10 @@ func (x *tx) apply(in Input) error {
 	case Held:
 		now := x.now
 		x.cp.Tasks[in.StepID].HeldSince = &now
+		return nil
+	case Running:
+		now := x.now
+		x.cp.Tasks[in.StepID].RenewedAt = &now
 		return nil
 	case SteppedDown:
 		now := x.now

@@ -262,6 +262,17 @@ var transitions = []struct {
 	{"signal-wait", workflow.KindWaitDue, "failed [status status error]"},
 	{"signal-wait", workflow.KindPause, "working [status]"},
 	{"signal-wait", workflow.KindUnpause, "illegal"},
+	{"planning", workflow.KindRunning, "illegal"},
+	{"working", workflow.KindRunning, "working []"},
+	{"input-required", workflow.KindRunning, "input-required []"},
+	{"failed", workflow.KindRunning, "stale"},
+	{"completed", workflow.KindRunning, "stale"},
+	{"canceled", workflow.KindRunning, "stale"},
+	{"rejected", workflow.KindRunning, "stale"},
+	{"waiting", workflow.KindRunning, "illegal"},
+	{"confirming", workflow.KindRunning, "input-required []"},
+	{"paused", workflow.KindRunning, "working []"},
+	{"signal-wait", workflow.KindRunning, "stale"},
 }
 
 func TestApplyTable(t *testing.T) {

@@ -123,6 +123,10 @@ type Task struct {
 	// cleared by the next dispatch.
 	HeldSince     *time.Time `json:"held_since,omitempty"`
 	SteppedDownAt *time.Time `json:"stepped_down_at,omitempty"`
+	// RenewedAt is when the worker running the live attempt, handed to it
+	// with a verdict (eager dispatch), last said it still runs it: the
+	// lease runs from then. Cleared by the next dispatch.
+	RenewedAt *time.Time `json:"renewed_at,omitempty"`
 	// TraceParent is the W3C context of the live attempt's dispatch span,
 	// the parent of its run on a worker and of its approval wait.
 	TraceParent string `json:"trace_parent,omitempty"`
@@ -185,6 +189,11 @@ type Outgoing struct {
 	// TraceParent is the message's ce-traceparent; default the
 	// workflow's.
 	TraceParent string `json:"trace_parent,omitempty"`
+	// Handed marks a step request given to the worker whose answer the
+	// transition recorded, with its verdict, instead of published
+	// (Temporal's eager dispatch): nobody publishes it, and if that worker
+	// never runs it the step's lease finds it lost and dispatches it again.
+	Handed bool `json:"handed,omitempty"`
 }
 
 // SessionState is what a workflow that is a turn of a conversation keeps

@@ -158,6 +158,7 @@ func inputs(step string) []workflow.Input {
 		workflow.WaitDue{StepID: step, Attempt: 1},
 		workflow.Pause{Reason: "maintenance"},
 		workflow.Unpause{},
+		workflow.Running{StepID: step, Attempt: 1},
 	}
 }
 

@@ -42,6 +42,7 @@ const (
 	KindWaitDue
 	KindPause
 	KindUnpause
+	KindRunning
 )
 
 var kindNames = map[Kind]string{
@@ -51,12 +52,13 @@ var kindNames = map[Kind]string{
 	KindDeadline: "deadline", KindLost: "step lost", KindHeld: "step held", KindSteppedDown: "consumer stepped down",
 	KindAbandoned: "attempt abandoned", KindNote: "note", KindThrottled: "throttled",
 	KindReleased: "released", KindSignal: "signal", KindWaitDue: "wait due", KindPause: "pause", KindUnpause: "unpause",
+	KindRunning: "step running",
 }
 
 // Kinds lists every kind of input, in order.
 func Kinds() []Kind {
 	out := make([]Kind, 0, len(kindNames))
-	for k := KindPlanned; k <= KindUnpause; k++ {
+	for k := KindPlanned; k <= KindRunning; k++ {
 		out = append(out, k)
 	}
 	return out
@@ -199,6 +201,14 @@ type Held struct {
 	Attempt int
 }
 
+// Running is a worker's word that it still runs a step attempt handed to
+// it with a verdict (eager dispatch): no stored request says so, and the
+// lease is renewed from now (Task.RenewedAt).
+type Running struct {
+	StepID  string
+	Attempt int
+}
+
 // SteppedDown records that the consumer holding a step attempt's request
 // had its leader stepped down; Message says how that went.
 type SteppedDown struct {
@@ -271,6 +281,9 @@ func (Lost) Kind() Kind { return KindLost }
 
 // Kind implements Input.
 func (Held) Kind() Kind { return KindHeld }
+
+// Kind implements Input.
+func (Running) Kind() Kind { return KindRunning }
 
 // Kind implements Input.
 func (SteppedDown) Kind() Kind { return KindSteppedDown }

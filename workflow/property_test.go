@@ -234,8 +234,10 @@ func (r *run) next(rng *rand.Rand) workflow.Input {
 		return workflow.Failed{StepFailed: events.StepFailed{StepID: step, Attempt: attempt, Error: "boom"}}
 	case n < 45:
 		return workflow.Lost{StepID: step, Attempt: attempt}
-	case n < 48:
+	case n < 47:
 		return workflow.Held{StepID: step, Attempt: attempt}
+	case n < 48:
+		return workflow.Running{StepID: step, Attempt: attempt}
 	case n < 50:
 		return workflow.SteppedDown{StepID: step, Attempt: attempt, Message: "down"}
 	case n < 53:
