@@ -230,6 +230,8 @@ type workerFlags struct {
 	retryBase, retryMax, shutdownGrace time.Duration
 	// handWait is --hand-wait; 0 turns handing off.
 	handWait time.Duration
+	// noEager is --no-eager.
+	noEager bool
 	// tracer, when set, records the workers' spans (otel.go).
 	tracer trace.TracerProvider
 	// web configures the web graph's agents (webflags.go).
@@ -254,6 +256,7 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.retryMax, "retry-max", 10*time.Second, "longest retry delay")
 	fl.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, time for in-flight steps to finish before they are handed back")
 	fl.DurationVar(&f.handWait, "hand-wait", 2*time.Second, "a step's answer is handed straight to an orchestrator, which records it before it says so; past this wait (at most a quarter of --ack-wait) it goes through the replies stream instead (0: always through the stream)")
+	fl.BoolVar(&f.noEager, "no-eager", false, "never take a step back with the verdict on a handed answer (eager dispatch): every step is pulled from AGENTBUS_STEPS")
 	fl.StringArrayVar(&f.mcpServers, "mcp-server", nil, mcpServerHelp)
 	f.payloadThreshold = defaultPayloadThreshold
 	fl.Var(&f.payloadThreshold, "payload-threshold", "a step output or artifact larger than this is stored in object store AGENTBUS_PAYLOADS and travels as a reference (256KiB, 1MiB, a byte count, or off)")
@@ -288,7 +291,7 @@ func (f *workerFlags) worker(ctx context.Context, d agentDeps) (*agents.Worker, 
 		Bus: d.b, Agents: list, Concurrency: f.concurrency, MaxDeliver: f.maxDeliver, AckWait: f.ackWait,
 		StepTimeout: f.stepTimeout, Heartbeat: f.heartbeat, RetryBase: f.retryBase, RetryMax: f.retryMax,
 		ShutdownGrace: f.shutdownGrace, Logger: d.log, Metrics: d.metrics.workerMetrics(),
-		TracerProvider: f.tracer, PayloadThreshold: int(f.payloadThreshold), HandWait: handWait(f.handWait),
+		TracerProvider: f.tracer, PayloadThreshold: int(f.payloadThreshold), HandWait: handWait(f.handWait), NoEager: f.noEager,
 	})
 	if err != nil {
 		closeAgents()
