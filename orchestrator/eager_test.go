@@ -69,7 +69,7 @@ func chainOf(capability string, n int) *events.Plan {
 
 // runWorker runs a worker of the agents with cfg (its Bus, Agents and
 // Logger set here) until the test ends.
-func runWorker(t *testing.T, env *bustest.Env, cfg agents.WorkerConfig, as ...agents.Agent) {
+func runWorker(t testing.TB, env *bustest.Env, cfg agents.WorkerConfig, as ...agents.Agent) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg.Bus, cfg.Agents, cfg.Logger = env.Bus, as, bustest.Logger(t)
@@ -88,7 +88,13 @@ func runWorker(t *testing.T, env *bustest.Env, cfg agents.WorkerConfig, as ...ag
 // storedSteps is how many step requests AGENTBUS_STEPS has stored.
 func storedSteps(t *testing.T, env *bustest.Env) uint64 {
 	t.Helper()
-	st, err := env.Bus.JetStream().Stream(t.Context(), subjects.StreamSteps)
+	return lastSeq(t, env, subjects.StreamSteps)
+}
+
+// lastSeq is how many messages a stream has stored (its last sequence).
+func lastSeq(t *testing.T, env *bustest.Env, stream string) uint64 {
+	t.Helper()
+	st, err := env.Bus.JetStream().Stream(t.Context(), stream)
 	if err != nil {
 		t.Fatal(err)
 	}

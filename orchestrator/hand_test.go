@@ -53,16 +53,8 @@ func TestHandedAnswersSkipTheRepliesStream(t *testing.T) {
 			wf := "chain"
 			submit(t, env.Bus, "default", wf, events.WorkflowSubmitted{Plan: chainPlan(3)})
 			completedOnce(t, o, wf, collect(t, env.Bus, "default", wf), nil)
-			st, err := env.Bus.JetStream().Stream(t.Context(), subjects.StreamReplies)
-			if err != nil {
-				t.Fatal(err)
-			}
-			info, err := st.Info(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if info.State.LastSeq != c.stored {
-				t.Errorf("the replies stream stored %d answers, want %d", info.State.LastSeq, c.stored)
+			if n := lastSeq(t, env, subjects.StreamReplies); n != c.stored {
+				t.Errorf("the replies stream stored %d answers, want %d", n, c.stored)
 			}
 			// The worker counts an answer once its verdict is back, which may
 			// be after the workflow's end is stored.

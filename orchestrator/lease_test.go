@@ -60,17 +60,7 @@ func startOrchestrator(t testing.TB, env *bustest.Env, cfg orchestrator.Config) 
 // startEcho runs a worker serving echo until the test ends.
 func startEcho(t testing.TB, env *bustest.Env) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := agents.NewWorker(agents.WorkerConfig{Bus: env.Bus, Agents: []agents.Agent{echo.Agent{}}, Logger: bustest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	runWorker(t, env, agents.WorkerConfig{}, echo.Agent{})
 }
 
 // served makes capability's shared step consumer exist with no worker
