@@ -14,7 +14,12 @@
 // (bus.Take on subjects.AllResults, queue group ResultQueue; answered only
 // once the checkpoint records them and the transition's outbox is
 // published, and recorded once if the worker sends them through the
-// replies stream too) and leaves as step requests, timers and client events. A workflow's whole
+// replies stream too) and leaves as step requests, timers and client events. A
+// worker handing a result over offers the slot it frees; when the
+// transition dispatches a step of that capability and nothing waits for its
+// workers, the request goes back with the verdict instead of being
+// published (eager dispatch, eager.go), marked handed in the outbox, and
+// its lease recovers it if that worker never runs it. A workflow's whole
 // state lives in its checkpoint in KV AGENTBUS_CHECKPOINTS, written with
 // optimistic concurrency on the KV revision. Everything a transition
 // publishes is first written to the checkpoint's outbox and only then
