@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"time"
 
 	"github.com/agentbus/agentbus/bus"
@@ -75,6 +76,27 @@ func (o *Orchestrator) handBack(cp *workflow.Checkpoint, eff *workflow.Effects, 
 		m.Handed = true
 		env := envelopes(cp, []workflow.Outgoing{*m})[0].Env
 		return &env
+	}
+	return nil
+}
+
+// giveBack is the step request a transition handed back, to send with the
+// verdict; nil if none. A transition that outlasted the offer (a write
+// that waited out an election, say) may have lost its worker, which then
+// sends its answer through the replies stream and takes nothing back:
+// such a request is published on its step subject instead, as any
+// dispatch is, rather than left to its lease. The worker, if it still
+// waits, gets a plain verdict.
+func (o *Orchestrator) giveBack(ctx context.Context, off *offer, env *events.Envelope) *events.Envelope {
+	if env == nil || time.Until(off.until) >= offerMargin {
+		return env
+	}
+	subj, err := subjects.Step(env.TenantID, off.capability)
+	if err == nil {
+		_, err = o.bus.Publish(ctx, subj, *env, env.ID)
+	}
+	if err != nil {
+		o.log.Warn("a step handed back too late not published either (its lease recovers it)", "workflow", env.WorkflowID, "step", env.StepID, "err", err)
 	}
 	return nil
 }

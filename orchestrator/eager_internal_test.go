@@ -62,3 +62,42 @@ func TestHandBackOnlyWhenNothingWaits(t *testing.T) {
 		})
 	}
 }
+
+// TestGiveBackTooLateIsPublished: a step request handed back by a
+// transition that outlasted its offer goes on its step subject instead of
+// with the verdict, where a worker pulls it; one still in time goes back,
+// and nothing is published.
+func TestGiveBackTooLateIsPublished(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	o := newTestOrchestrator(t, env, Config{})
+	req := func(step string) *events.Envelope {
+		e, err := events.New(events.TypeStepRequested, events.StepKey("default", "wf", step, 1), events.SourceOrchestrator, "default", "wf", step,
+			events.StepRequested{StepID: step, Capability: "echo", Attempt: 1, Input: []byte(`"x"`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &e
+	}
+	inTime := req("A")
+	if got := o.giveBack(t.Context(), &offer{capability: "echo", until: time.Now().Add(time.Second)}, inTime); got != inTime {
+		t.Fatalf("in time: got %v, want the request back", got)
+	}
+	if got := o.giveBack(t.Context(), &offer{capability: "echo", until: time.Now().Add(offerMargin / 2)}, req("B")); got != nil {
+		t.Fatalf("too late: got %v back, want nil", got)
+	}
+	st, err := env.Bus.JetStream().Stream(t.Context(), "AGENTBUS_STEPS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.GetLastMsgForSubject(t.Context(), "agentbus.default.step.echo")
+	if err != nil {
+		t.Fatalf("B not published: %v", err)
+	}
+	if id := m.Header.Get("Nats-Msg-Id"); id != events.StepKey("default", "wf", "B", 1) {
+		t.Errorf("published %q, want B's request", id)
+	}
+	if info, _ := st.Info(t.Context()); info.State.Msgs != 1 {
+		t.Errorf("AGENTBUS_STEPS holds %d messages, want B's alone", info.State.Msgs)
+	}
+}
