@@ -36,6 +36,8 @@ import (
 type offer struct {
 	capability string
 	until      time.Time
+	// answer is the id of the answer the offer came with.
+	answer string
 }
 
 // offerMargin is how long before its sender stops waiting an offer is no
@@ -50,7 +52,7 @@ func (o *Orchestrator) offered(m bus.Handed) *offer {
 	if m.Offer == "" || o.cfg.StepLease <= 0 || m.OfferUntil.IsZero() || time.Until(m.OfferUntil) < offerMargin {
 		return nil
 	}
-	return &offer{capability: m.Offer, until: m.OfferUntil}
+	return &offer{capability: m.Offer, until: m.OfferUntil, answer: m.Env.ID}
 }
 
 // handBack marks the first step request of eff's outbox that off can take
@@ -74,29 +76,40 @@ func (o *Orchestrator) handBack(cp *workflow.Checkpoint, eff *workflow.Effects, 
 			return nil
 		}
 		m.Handed = true
+		if t := cp.Tasks[m.StepID]; t != nil {
+			t.HandedWith = off.answer
+		}
 		env := envelopes(cp, []workflow.Outgoing{*m})[0].Env
 		return &env
 	}
 	return nil
 }
 
-// giveBack is the step request a transition handed back, to send with the
-// verdict; nil if none. A transition that outlasted the offer (a write
-// that waited out an election, say) may have lost its worker, which then
-// sends its answer through the replies stream and takes nothing back:
-// such a request is published on its step subject instead, as any
-// dispatch is, rather than left to its lease. The worker, if it still
-// waits, gets a plain verdict.
-func (o *Orchestrator) giveBack(ctx context.Context, off *offer, env *events.Envelope) *events.Envelope {
-	if env == nil || time.Until(off.until) >= offerMargin {
-		return env
-	}
-	subj, err := subjects.Step(env.TenantID, off.capability)
-	if err == nil {
-		_, err = o.bus.Publish(ctx, subj, *env, env.ID)
+// reclaim dispatches again, at once, a step handed back with the verdict
+// on an answer that has now come through the replies stream and found its
+// attempt already recorded. A worker sends an answer that way only when
+// its hand got no verdict (the orchestrator died before it answered, could
+// not publish, or answered too late): a request in a verdict it never got
+// was never taken, and waiting for its lease would hold the workflow that
+// long. The step is given up as lost (workflow.Lost) and dispatched as its
+// next attempt, the way the watchdog would; a worker that did take it
+// cannot have sent this copy.
+func (o *Orchestrator) reclaim(ctx context.Context, tenant, wf, answer string) error {
+	cp, _, err := o.load(ctx, tenant, wf)
+	if isNotFound(err) {
+		return nil
 	}
 	if err != nil {
-		o.log.Warn("a step handed back too late not published either (its lease recovers it)", "workflow", env.WorkflowID, "step", env.StepID, "err", err)
+		return err
+	}
+	for id, t := range cp.Tasks {
+		if t.HandedWith != answer || t.Status != events.StateWorking || t.RenewedAt != nil {
+			continue
+		}
+		o.log.Info("a step handed back with a verdict its worker never got: dispatched again", "tenant", tenant, "workflow", wf, "step", id, "answer", answer)
+		if err := o.redispatch(ctx, tenant, wf, id, t.Attempt); err != nil {
+			return err
+		}
 	}
 	return nil
 }

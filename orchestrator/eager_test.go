@@ -17,6 +17,7 @@ import (
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/orchestrator"
 	"github.com/agentbus/agentbus/subjects"
+	engine "github.com/agentbus/agentbus/workflow"
 )
 
 // runsByStep is an agent of capability name that counts its runs by step
@@ -169,63 +170,83 @@ func TestEagerStepsRunWithoutAPull(t *testing.T) {
 
 // TestHandedStepNeverRunIsDispatchedAgain: a worker hands A's answer over
 // with an offer, gets B back with the verdict, and vanishes without running
-// it. Nothing stores B's request; when B's lease is due the watchdog finds
-// neither a request nor a reply and dispatches it again, and a worker
-// started later runs it: the workflow completes, B on its second attempt.
+// it. Nothing stores B's request. Either the watchdog finds B lost when its
+// lease is due ("lease"), or — when A's answer comes again through the
+// replies stream, which a worker that got no verdict sends — at once, with
+// an hour's lease ("answer streamed"): a stream copy of an answer already
+// recorded means its worker never got the step handed with it. A worker
+// started later runs B's second attempt; the workflow completes once.
 func TestHandedStepNeverRunIsDispatchedAgain(t *testing.T) {
 	t.Parallel()
-	env := bustest.New(t)
-	served(t, env, "echo")
-	o, _ := startOrchestrator(t, env, orchestrator.Config{StepLease: testLease})
-	const wf = "vanish"
-	submit(t, env.Bus, "default", wf, events.WorkflowSubmitted{Plan: plan(step("A", "echo"), step("B", "echo", "A"))})
-	durable, _ := subjects.StepConsumer("echo")
-	cons, err := env.Bus.JetStream().Consumer(t.Context(), subjects.StreamSteps, durable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got int
-	for m := range batch.Messages() {
-		got++
-		req, err := events.Decode(m.Headers(), m.Data())
-		if err != nil || req.StepID != "A" {
-			t.Fatalf("pulled %+v, %v: want A's request", req, err)
-		}
-		answer, err := events.New(events.TypeStepCompleted, events.StepKey("default", wf, "A", 1), events.SourceAgentPrefix+"echo", "default", wf, "A",
-			events.StepCompleted{StepID: "A", Capability: "echo", Attempt: 1, Output: json.RawMessage(`"a"`), Worker: "gone"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		results, _ := subjects.Result("default", wf)
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		back, err := env.Bus.HandOffer(ctx, results, answer, "echo")
-		cancel()
-		if err != nil || back == nil || back.StepID != "B" || back.Type != events.TypeStepRequested {
-			t.Fatalf("HandOffer = %+v, %v: want B's request back", back, err)
-		}
-		if err := m.Ack(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got != 1 {
-		t.Fatalf("pulled %d requests, want A's", got)
-	}
-	if n := storedSteps(t, env); n != 1 {
-		t.Fatalf("AGENTBUS_STEPS stored %d requests, want only A's: B was handed back", n)
-	}
-	startEcho(t, env)
-	rs := collect(t, env.Bus, "default", wf)
-	completedOnce(t, o, wf, rs, map[string]int{"B": 2})
-	lost := false
-	for _, st := range statuses(rs, "B") {
-		lost = lost || st.Recovery == events.RecoveryLost
-	}
-	if !lost {
-		t.Errorf("B's second attempt is not a recovery of a lost step:%s", describe(rs))
+	for _, c := range []struct {
+		name     string
+		lease    time.Duration
+		streamed bool
+	}{{"lease", testLease, false}, {"answer streamed", time.Hour, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			env := bustest.New(t)
+			served(t, env, "echo")
+			o, _ := startOrchestrator(t, env, orchestrator.Config{StepLease: c.lease})
+			const wf = "vanish"
+			submit(t, env.Bus, "default", wf, events.WorkflowSubmitted{Plan: plan(step("A", "echo"), step("B", "echo", "A"))})
+			durable, _ := subjects.StepConsumer("echo")
+			cons, err := env.Bus.JetStream().Consumer(t.Context(), subjects.StreamSteps, durable)
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got int
+			for m := range batch.Messages() {
+				got++
+				req, err := events.Decode(m.Headers(), m.Data())
+				if err != nil || req.StepID != "A" {
+					t.Fatalf("pulled %+v, %v: want A's request", req, err)
+				}
+				answer, err := events.New(events.TypeStepCompleted, events.StepKey("default", wf, "A", 1), events.SourceAgentPrefix+"echo", "default", wf, "A",
+					events.StepCompleted{StepID: "A", Capability: "echo", Attempt: 1, Output: json.RawMessage(`"a"`), Worker: "gone"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				results, _ := subjects.Result("default", wf)
+				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+				back, err := env.Bus.HandOffer(ctx, results, answer, "echo")
+				cancel()
+				if err != nil || back == nil || back.StepID != "B" || back.Type != events.TypeStepRequested {
+					t.Fatalf("HandOffer = %+v, %v: want B's request back", back, err)
+				}
+				if c.streamed {
+					replies, _ := subjects.Reply("default", wf)
+					if _, err := env.Bus.Publish(t.Context(), replies, answer, answer.ID); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := m.Ack(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got != 1 {
+				t.Fatalf("pulled %d requests, want A's", got)
+			}
+			if c.streamed {
+				checkpointWhen(t, o, wf, "B dispatched again", func(cp *engine.Checkpoint) bool { return cp.Tasks["B"].Attempt == 2 })
+			} else if n := storedSteps(t, env); n != 1 {
+				t.Fatalf("AGENTBUS_STEPS stored %d requests, want only A's: B was handed back", n)
+			}
+			startEcho(t, env)
+			rs := collect(t, env.Bus, "default", wf)
+			completedOnce(t, o, wf, rs, map[string]int{"B": 2})
+			lost := false
+			for _, st := range statuses(rs, "B") {
+				lost = lost || st.Recovery == events.RecoveryLost
+			}
+			if !lost {
+				t.Errorf("B's second attempt is not a recovery of a lost step:%s", describe(rs))
+			}
+		})
 	}
 }
 

@@ -38,8 +38,12 @@ func (o *Orchestrator) handleReply(ctx context.Context, d *bus.Delivery) (err er
 	if err != nil {
 		return fmt.Errorf("%w: %w", bus.ErrPoison, err)
 	}
-	_, err = o.apply(ctx, p.Tenant, p.Last, in)
+	_, err = o.transition(ctx, p.Tenant, p.Last, in)
 	switch {
+	case errors.Is(err, workflow.ErrStale):
+		// Recorded already, handed over: its worker got no verdict, so a
+		// step handed back with one was never taken (eager.go).
+		return o.reclaim(ctx, p.Tenant, p.Last, env.ID)
 	case errors.Is(err, workflow.ErrIllegal):
 		// A step the plan lacks or an attempt never dispatched, judged on
 		// the leader's checkpoint: no orchestrator sent this request.
@@ -86,15 +90,11 @@ func (o *Orchestrator) handleResult(ctx context.Context, m bus.Handed) (_ *event
 	// lease later. Answering early bought 8 – 14 % at 64 in flight on an
 	// R3 cluster (the worker's slot is held through the replicated
 	// publish), nothing measurable on one server.
-	off := o.offered(m)
-	a, err := o.transitionOffer(ctx, p.Tenant, p.Last, in, off)
+	a, err := o.transitionOffer(ctx, p.Tenant, p.Last, in, o.offered(m))
 	if errors.Is(err, workflow.ErrStale) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	return o.giveBack(ctx, off, a.Handed), nil
+	return a.Handed, err
 }
 
 // answer reads a step's answer: its result or its failure.

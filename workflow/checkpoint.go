@@ -127,6 +127,10 @@ type Task struct {
 	// with a verdict (eager dispatch), last said it still runs it: the
 	// lease runs from then. Cleared by the next dispatch.
 	RenewedAt *time.Time `json:"renewed_at,omitempty"`
+	// HandedWith is the id (ce-id) of the answer whose verdict carried
+	// the live attempt's request back to its worker (eager dispatch);
+	// cleared by the next dispatch.
+	HandedWith string `json:"handed_with,omitempty"`
 	// TraceParent is the W3C context of the live attempt's dispatch span,
 	// the parent of its run on a worker and of its approval wait.
 	TraceParent string `json:"trace_parent,omitempty"`

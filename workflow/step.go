@@ -228,7 +228,7 @@ func (x *tx) request(s events.PlanStep, t *Task, deps map[string]json.RawMessage
 	t.Attempt++
 	x.setTask(s.ID, t, events.StateWorking, cause)
 	t.StepSeq = 0
-	t.HeldSince, t.SteppedDownAt, t.RenewedAt = nil, nil, nil
+	t.HeldSince, t.SteppedDownAt, t.RenewedAt, t.HandedWith = nil, nil, nil, ""
 	now := x.now
 	t.DispatchedAt = &now
 	req := events.StepRequested{StepID: s.ID, Capability: t.Capability, Attempt: t.Attempt, Query: cp.Query, Input: s.Input, TimeoutMS: s.TimeoutMS,
