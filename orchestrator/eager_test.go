@@ -251,7 +251,7 @@ func TestHandedStepNeverRunIsDispatchedAgain(t *testing.T) {
 }
 
 // TestHandedStepOutlivingItsLeaseRunsOnce: a step handed back with the
-// verdict runs for four leases. Its worker renews the lease while it runs
+// verdict runs for two leases. Its worker renews the lease while it runs
 // (events.TypeStepRunning), so the watchdog leaves it be: it runs once.
 // Without the renewals it would be found lost and run again.
 func TestHandedStepOutlivingItsLeaseRunsOnce(t *testing.T) {
@@ -268,7 +268,9 @@ func TestHandedStepOutlivingItsLeaseRunsOnce(t *testing.T) {
 		return json.RawMessage(`{"ok":true}`), nil
 	})
 	runWorker(t, env, agents.WorkerConfig{AckWait: testLease}, a)
-	o, _ := startOrchestrator(t, env, orchestrator.Config{StepLease: testLease})
+	// A lease of two of the worker's AckWait (the floor is one): six
+	// renewals' worth, so that a slow machine's late one is no verdict.
+	o, _ := startOrchestrator(t, env, orchestrator.Config{StepLease: 2 * testLease})
 	const wf = "long"
 	submit(t, env.Bus, "default", wf, events.WorkflowSubmitted{Plan: plan(step("A", "slow"), step("B", "slow", "A"))})
 	completedOnce(t, o, wf, collect(t, env.Bus, "default", wf), nil)
