@@ -202,6 +202,74 @@ func TestTenantOwnFlows(t *testing.T) {
 	} {
 		t.Run(way.name, func(t *testing.T) { ownWorkerServes(ctx, t, e, ac, way.workflow, way.hand) })
 	}
+	t.Run("its own worker takes a step back with a verdict and gives it back", func(t *testing.T) { ownWorkerGivesBack(ctx, t, e, ac) })
+}
+
+// ownWorkerGivesBack: acme's worker user hands t1's answer over with an
+// offer (eager dispatch), gets t2's request back with the verdict, and —
+// as a worker that cannot finish a handed step does — publishes it on its
+// own step subject, pulls it from its consumer and serves it there.
+func ownWorkerGivesBack(ctx context.Context, t *testing.T, e *env, ac *client) {
+	ac.t = t
+	aw := e.connect(natsauth.WorkerUser("acme"))
+	aw.t = t
+	name, err := natsauth.StepConsumer("acme", tenantCapability)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := aw.js.CreateOrUpdateConsumer(ctx, subjects.StreamSteps, jetstream.ConsumerConfig{
+		Durable: name, FilterSubject: "agentbus.acme.step." + tenantCapability, AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wf = "wf-5"
+	submit(ctx, t, ac, wf, map[string]any{"plan": map[string]any{"steps": []map[string]any{
+		{"id": "t1", "capability": tenantCapability, "input": "uno"},
+		{"id": "t2", "capability": tenantCapability, "input": "dos", "depends_on": []string{"t1"}}}}})
+	pull := func() jetstream.Msg {
+		t.Helper()
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(deadline))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			return m
+		}
+		t.Fatalf("acme's worker pulled nothing (%v)", batch.Error())
+		return nil
+	}
+	m := pull()
+	key := "acme/" + wf + "/t1/1"
+	reply := ceHeaders(string(events.TypeStepCompleted), "acme", wf, key)
+	reply.Set("ce-stepid", "t1")
+	reply.Set("Agentbus-Offer", tenantCapability)
+	reply.Set("Agentbus-Offer-Until", strconv.FormatInt(time.Now().Add(5*time.Second).UnixMilli(), 10))
+	o := aw.request("agentbus.acme.result."+wf, reply, mustJSON(map[string]any{"step_id": "t1", "capability": tenantCapability, "attempt": 1, "output": "UNO"}))
+	if o.kind != "answer" || o.msg.Header.Get("Agentbus-Taken") != "+OK" || o.msg.Header.Get("ce-stepid") != "t2" {
+		t.Fatalf("the verdict on t1 brought %s, want t2's request back", o)
+	}
+	if err := m.DoubleAck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	back := &nats.Msg{Subject: "agentbus.acme.step." + tenantCapability, Header: o.msg.Header, Data: o.msg.Data}
+	back.Header.Del("Agentbus-Taken")
+	back.Header.Set("Nats-Msg-Id", back.Header.Get("ce-id"))
+	if _, err := aw.js.PublishMsg(ctx, back); err != nil {
+		t.Fatalf("acme's worker gives t2 back on its step subject: %v", err)
+	}
+	m = pull()
+	if err := serveStep(ctx, aw, m, true); err != nil {
+		t.Fatalf("acme's worker serves t2: %v", err)
+	}
+	follow(ctx, t, ac, wf, func(m jetstream.Msg) bool {
+		if ofType(events.TypeComplete)(m) {
+			if !strings.Contains(string(m.Data()), "DOS") {
+				t.Errorf("complete: %s, want t2's output", m.Data())
+			}
+			return true
+		}
+		return ofType(events.TypeError)(m)
+	})
 }
 
 // ownWorkerServes has acme's worker user serve one step of workflow, its

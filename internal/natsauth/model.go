@@ -299,6 +299,10 @@ func tenantAccount(t Tenant) ([]Export, Account, error) {
 			return nil, Account{}, err
 		}
 		worker.Publish = append(worker.Publish,
+			// A step handed back with a verdict (eager dispatch) that the
+			// worker cannot finish goes on its step subject, as the
+			// orchestrator would have published it.
+			service(step, false),
 			service(jsAPI+".CONSUMER.CREATE."+subjects.StreamSteps+"."+cons+"."+step, false),
 			service(jsAPI+".CONSUMER.INFO."+subjects.StreamSteps+"."+cons, false),
 			service(jsAPI+".CONSUMER.MSG.NEXT."+subjects.StreamSteps+"."+cons, true),
