@@ -51,42 +51,54 @@ func (w *Worker) runHanded(ctx context.Context, r *running, capability string, e
 // that this worker still runs it (events.TypeStepRunning, handed like an
 // answer): no stored request shows the step alive, and its lease (at least
 // AckWait) runs from the last word. It is what in-progress acks are to a
-// pulled step. A word not taken is said again at the next tick.
+// pulled step. A word not taken is said again at the next tick. Nothing
+// runs, and nothing is decoded, for a step that ends within AckWait/3:
+// most of them.
 func (w *Worker) renew(ctx context.Context, d *bus.Delivery, capability string) (stop func()) {
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	every := w.cfg.AckWait / 3
+	t := time.AfterFunc(every, func() {
+		defer close(done)
+		w.renewing(rctx, d, capability, every)
+	})
+	return func() {
+		cancel()
+		if !t.Stop() {
+			<-done // renewing: wait for it to see the cancel
+		}
+	}
+}
+
+// renewing is renew's loop, from its first word on.
+func (w *Worker) renewing(ctx context.Context, d *bus.Delivery, capability string, every time.Duration) {
 	var sr events.StepRequested
 	if err := d.Envelope.Unmarshal(&sr); err != nil {
-		return func() {}
+		return
 	}
 	subj, err := subjects.Result(d.Envelope.TenantID, d.Envelope.WorkflowID)
 	if err != nil {
-		return func() {}
+		return
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(w.cfg.AckWait / 3)
-		defer t.Stop()
-		key := events.StepKey(d.Envelope.TenantID, d.Envelope.WorkflowID, sr.StepID, sr.Attempt)
-		for n := 1; ; n++ {
-			select {
-			case <-rctx.Done():
-				return
-			case <-t.C:
-			}
-			env, err := events.New(events.TypeStepRunning, fmt.Sprintf("%s/running/%d", key, n), events.SourceAgentPrefix+capability,
-				d.Envelope.TenantID, d.Envelope.WorkflowID, sr.StepID, events.StepRunning{StepID: sr.StepID, Capability: capability, Attempt: sr.Attempt, Worker: w.cfg.Name})
-			if err != nil {
-				return
-			}
-			hctx, hcancel := context.WithTimeout(rctx, w.cfg.AckWait/4)
-			if err := w.cfg.Bus.Hand(hctx, subj, env); err != nil && rctx.Err() == nil {
-				w.log.Warn("a handed step's lease not renewed; trying again", "workflow", d.Envelope.WorkflowID, "step", sr.StepID, "err", err)
-			}
-			hcancel()
+	key := events.StepKey(d.Envelope.TenantID, d.Envelope.WorkflowID, sr.StepID, sr.Attempt)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for n := 1; ctx.Err() == nil; n++ {
+		env, err := events.New(events.TypeStepRunning, fmt.Sprintf("%s/running/%d", key, n), events.SourceAgentPrefix+capability,
+			d.Envelope.TenantID, d.Envelope.WorkflowID, sr.StepID, events.StepRunning{StepID: sr.StepID, Capability: capability, Attempt: sr.Attempt, Worker: w.cfg.Name})
+		if err != nil {
+			return
 		}
-	}()
-	return func() { cancel(); <-done }
+		hctx, hcancel := context.WithTimeout(ctx, w.cfg.AckWait/4)
+		if err := w.cfg.Bus.Hand(hctx, subj, env); err != nil && ctx.Err() == nil {
+			w.log.Warn("a handed step's lease not renewed; trying again", "workflow", d.Envelope.WorkflowID, "step", sr.StepID, "err", err)
+		}
+		hcancel()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
 }
 
 // demote publishes a handed step the worker did not finish on its step

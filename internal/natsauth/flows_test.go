@@ -210,18 +210,7 @@ func TestTenantOwnFlows(t *testing.T) {
 // as a worker that cannot finish a handed step does — publishes it on its
 // own step subject, pulls it from its consumer and serves it there.
 func ownWorkerGivesBack(ctx context.Context, t *testing.T, e *env, ac *client) {
-	ac.t = t
-	aw := e.connect(natsauth.WorkerUser("acme"))
-	aw.t = t
-	name, err := natsauth.StepConsumer("acme", tenantCapability)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := aw.js.CreateOrUpdateConsumer(ctx, subjects.StreamSteps, jetstream.ConsumerConfig{
-		Durable: name, FilterSubject: "agentbus.acme.step." + tenantCapability, AckPolicy: jetstream.AckExplicitPolicy})
-	if err != nil {
-		t.Fatal(err)
-	}
+	aw, cons := ownWorker(ctx, t, e, ac)
 	const wf = "wf-5"
 	submit(ctx, t, ac, wf, map[string]any{"plan": map[string]any{"steps": []map[string]any{
 		{"id": "t1", "capability": tenantCapability, "input": "uno"},
@@ -272,9 +261,10 @@ func ownWorkerGivesBack(ctx context.Context, t *testing.T, e *env, ac *client) {
 	})
 }
 
-// ownWorkerServes has acme's worker user serve one step of workflow, its
-// answer handed to an orchestrator or published on the replies stream.
-func ownWorkerServes(ctx context.Context, t *testing.T, e *env, ac *client, wf string, hand bool) {
+// ownWorker connects acme's worker user and has it make its step
+// consumer of tenantCapability.
+func ownWorker(ctx context.Context, t *testing.T, e *env, ac *client) (*client, jetstream.Consumer) {
+	t.Helper()
 	ac.t = t
 	aw := e.connect(natsauth.WorkerUser("acme"))
 	aw.t = t
@@ -287,6 +277,13 @@ func ownWorkerServes(ctx context.Context, t *testing.T, e *env, ac *client, wf s
 	if err != nil {
 		t.Fatalf("acme's worker creates %s: %v", name, err)
 	}
+	return aw, cons
+}
+
+// ownWorkerServes has acme's worker user serve one step of workflow, its
+// answer handed to an orchestrator or published on the replies stream.
+func ownWorkerServes(ctx context.Context, t *testing.T, e *env, ac *client, wf string, hand bool) {
+	aw, cons := ownWorker(ctx, t, e, ac)
 	if _, _, err := aw.subscribe("agentbus.acme.control.*"); err != nil {
 		t.Errorf("acme's worker listens for cancels: %v", err)
 	}
