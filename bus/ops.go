@@ -73,3 +73,20 @@ func (o *ops) answer() {
 	}
 	o.answered.Add(1)
 }
+
+// waited notes a wait for what was published earlier (Publishing.Wait).
+func (o *ops) waited() {
+	if o == nil {
+		return
+	}
+	o.waits.Add(1)
+}
+
+// sent notes n messages published whose wait comes later, if at all
+// (PublishAllAsync).
+func (o *ops) sent(n int) {
+	if o == nil {
+		return
+	}
+	o.published.Add(int64(n))
+}

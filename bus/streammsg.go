@@ -74,12 +74,7 @@ func (b *Bus) publishWave(ctx context.Context, msgs []Message, wave []int, out [
 		if err != nil {
 			return err
 		}
-		if !p.At.IsZero() {
-			at := p.At.UTC().Add(time.Second - 1).Truncate(time.Second)
-			m.Header.Set("Nats-Schedule", "@at "+at.Format(time.RFC3339))
-			m.Header.Set("Nats-Schedule-Target", p.Target)
-		}
-		f, err := b.js.PublishMsgAsync(m, jetstream.WithMsgID(p.MsgID))
+		f, err := b.js.PublishMsgAsync(withSchedule(m, p), jetstream.WithMsgID(p.MsgID))
 		if err != nil {
 			return fmt.Errorf("bus: publish %s to %s: %w", p.Env.Type, p.Subject, err)
 		}
@@ -97,6 +92,16 @@ func (b *Bus) publishWave(ctx context.Context, msgs []Message, wave []int, out [
 		}
 	}
 	return nil
+}
+
+// withSchedule adds p's schedule (Message.At), if it has one, to m.
+func withSchedule(m *nats.Msg, p Message) *nats.Msg {
+	if !p.At.IsZero() {
+		at := p.At.UTC().Add(time.Second - 1).Truncate(time.Second)
+		m.Header.Set("Nats-Schedule", "@at "+at.Format(time.RFC3339))
+		m.Header.Set("Nats-Schedule-Target", p.Target)
+	}
+	return m
 }
 
 // StoredMsgID returns the Nats-Msg-Id of the message stored at seq in

@@ -175,7 +175,7 @@ func (o *Orchestrator) transitionOffer(ctx context.Context, tenant, wf string, i
 	defer o.locks.lock(key)()
 	useCache, leader := true, false
 	for attempt := range maxConflicts {
-		cp, rev, fromCache := o.cached(key, useCache)
+		cp, rev, fromCache := o.cached(ctx, key, useCache)
 		if !fromCache {
 			if cp, rev, err = o.loadFrom(ctx, tenant, wf, leader); err != nil {
 				return applied{}, err
@@ -270,7 +270,11 @@ func (o *Orchestrator) transitionOffer(ctx context.Context, tenant, wf string, i
 		o.stored(cp, eff, spans)
 		started := o.freeSlot(ctx, cp, eff)
 		o.stopSteps(ctx, cp, eff)
-		err = o.flush(ctx, key, cp, rev)
+		if handed != nil {
+			err = o.flushLater(ctx, key, cp, rev)
+		} else {
+			err = o.flush(ctx, key, cp, rev)
+		}
 		o.admitted(eff)
 		o.startLater(cp, started)
 		return applied{Effects: eff, Status: cp.Status, Handed: handed}, err
@@ -326,6 +330,54 @@ func (o *Orchestrator) flush(ctx context.Context, key string, cp *workflow.Check
 	return nil
 }
 
+// flushLater is flush for a transition that handed a step back to its
+// worker (eager.go): it sends the outbox and returns without waiting for
+// the acknowledgements, so that the verdict, and the step with it, go at
+// once, and the step runs while its workflow's events are stored. The
+// checkpoint keeps the outbox until the next transition of this process,
+// or clearLater, finds them acknowledged (confirm); until then the stored
+// checkpoint holds it too. Should this process die before they are
+// stored, the step's answer, or its lease if the worker dies too, is a
+// transition of the workflow, which publishes a stored outbox first. A
+// finished workflow's outbox is flushed and cleared the usual way.
+func (o *Orchestrator) flushLater(ctx context.Context, key string, cp *workflow.Checkpoint, rev uint64) error {
+	if cp.Status.Terminal() || o.cfg.ClearDelay <= 0 {
+		return o.flush(ctx, key, cp, rev)
+	}
+	o.unclear.Delete(key)
+	c := cached{cp: cp, rev: rev}
+	if out := published(cp.Outbox); len(out) > 0 {
+		c.pending = &pending{p: o.bus.PublishAllAsync(envelopes(cp, out)), out: out}
+	} else {
+		cp.Outbox = nil
+	}
+	o.cache.Store(key, c)
+	o.unclear.Store(key, rev)
+	o.clearLater(key, rev)
+	return nil
+}
+
+// pending is an outbox sent and not yet known to be stored (flushLater).
+type pending struct {
+	p   *bus.Publishing
+	out []workflow.Outgoing
+}
+
+// confirm waits for the acknowledgements of cp's outbox sent by
+// flushLater; once they are in, the outbox is published, as publish would
+// leave it. It reports whether it is: if not, cp keeps its outbox, and
+// whoever goes on with cp publishes it again.
+func (o *Orchestrator) confirm(ctx context.Context, cp *workflow.Checkpoint, p *pending) bool {
+	acks, err := p.p.Wait(ctx)
+	if err != nil {
+		o.log.Debug("outbox sent and not stored yet: published again", "workflow", cp.WorkflowID, "err", err)
+		return false
+	}
+	noteSeqs(cp, p.out, acks)
+	cp.Outbox = nil
+	return true
+}
+
 // clearLater clears a published outbox still stored at rev after
 // Config.ClearDelay, unless a transition has written the checkpoint since
 // (it replaced the outbox). A failed write is tried again a few times;
@@ -368,7 +420,15 @@ func (o *Orchestrator) clearNow(ctx context.Context, key string, rev uint64) (bo
 	}
 	var cp *workflow.Checkpoint
 	if v, ok := o.cache.Load(key); ok && v.(cached).rev == rev {
-		cp = v.(cached).cp
+		c := v.(cached)
+		cp = c.cp
+		if c.pending != nil && !o.confirm(ctx, cp, c.pending) {
+			if err := o.publish(ctx, cp); err != nil {
+				return false, err
+			}
+			cp.Outbox = nil
+		}
+		o.cache.Store(key, cached{cp: cp, rev: rev})
 	} else {
 		e, err := o.checkpoints.GetCurrent(ctx, key)
 		if err != nil {
@@ -413,9 +473,15 @@ func (o *Orchestrator) clearNow(ctx context.Context, key string, rev uint64) (bo
 type cached struct {
 	cp  *workflow.Checkpoint
 	rev uint64
+	// pending is cp's outbox, sent and not yet known to be stored
+	// (flushLater); nil if there is none.
+	pending *pending
 }
 
-func (o *Orchestrator) cached(key string, use bool) (*workflow.Checkpoint, uint64, bool) {
+// cached takes this process's copy of a checkpoint, if use, with its
+// outbox published (confirm) or, if it could not be confirmed, still in
+// it for the transition to publish.
+func (o *Orchestrator) cached(ctx context.Context, key string, use bool) (*workflow.Checkpoint, uint64, bool) {
 	if !use {
 		return nil, 0, false
 	}
@@ -424,6 +490,9 @@ func (o *Orchestrator) cached(key string, use bool) (*workflow.Checkpoint, uint6
 		return nil, 0, false
 	}
 	c := v.(cached)
+	if c.pending != nil {
+		o.confirm(ctx, c.cp, c.pending)
+	}
 	return c.cp, c.rev, true
 }
 
@@ -457,6 +526,13 @@ func (o *Orchestrator) publish(ctx context.Context, cp *workflow.Checkpoint) err
 	if err != nil {
 		return err
 	}
+	noteSeqs(cp, out, acks)
+	return nil
+}
+
+// noteSeqs notes in cp where each step request of out is stored (acks,
+// in out's order), for the watchdog (lease.go).
+func noteSeqs(cp *workflow.Checkpoint, out []workflow.Outgoing, acks []bus.Published) {
 	for i, m := range out {
 		if _, _, _, err := subjects.ParseQueue(m.Subject); m.Type != events.TypeStepRequested || err == nil {
 			continue // a parked request's sequence is in the queue, not AGENTBUS_STEPS
@@ -465,7 +541,6 @@ func (o *Orchestrator) publish(ctx context.Context, cp *workflow.Checkpoint) err
 			t.StepSeq = acks[i].Sequence
 		}
 	}
-	return nil
 }
 
 // envelopes turns outgoing messages of a workflow into what the bus
