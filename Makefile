@@ -5,7 +5,7 @@ BIN         ?= bin/agentbus
 ARGS        ?=
 NPM         ?= npm
 
-.PHONY: run build test web web-test lint bench bench-dashboard fuzz cluster cluster-down cluster-restart chaos clean
+.PHONY: run build test web web-test lint bench bench-compare bench-dashboard fuzz cluster cluster-down cluster-restart chaos clean
 
 # -buildvcs=auto stamps the commit into the binary (agentbus version)
 # even where GOFLAGS turns it off; a tree without git builds all the same.
@@ -51,6 +51,12 @@ lint:
 ## bench: the benchmarks, each beside its baseline in the same run
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./...
+
+## bench-compare: BENCH (regexp) of PKG for BASE and the working tree,
+## interleaved COUNT times in one run, compared by benchstat
+## (e.g. make bench-compare BASE=main~3 BENCH='Workflow$$|WorkflowsParallel$$')
+bench-compare:
+	BASE='$(BASE)' PKG='$(PKG)' BENCH='$(BENCH)' BENCHTIME='$(BENCHTIME)' COUNT='$(COUNT)' GO='$(GO)' scripts/bench-compare
 
 ## bench-dashboard: 2,000 events streamed to the dashboard in headless
 ## Chromium: time to show the last one and the longest frame meanwhile

@@ -30,7 +30,7 @@ func (w *Worker) registration(ctx context.Context, r *running, now time.Time) di
 		Description: r.card.Description, Capabilities: r.card.Capabilities, Examples: r.card.Examples,
 		Host: w.host, PID: os.Getpid(), StartedAt: w.started, HeartbeatAt: now,
 		HeartbeatMS: w.cfg.Heartbeat.Milliseconds(), SelfHealthy: true,
-		InFlight: s.InFlight, Processed: s.Processed, Errors: s.Errors, AvgMS: s.AvgMS,
+		InFlight: s.InFlight, Processed: s.Processed, Errors: s.Errors, AvgMS: s.AvgMS, Slots: w.cfg.Concurrency,
 		Embedder: w.cfg.Embedder.Name(), EmbeddingText: r.text, Embedding: r.vector,
 		InputSchemas: inputSchemas(r),
 	}

@@ -83,6 +83,9 @@ func TestWorkerRegistersEveryAgentUntilRunReturns(t *testing.T) {
 		if in.Health != discovery.Healthy || in.HealthError != "" {
 			t.Errorf("%s: health %s (%q), want healthy", in.Name, in.Health, in.HealthError)
 		}
+		if in.Slots != agents.DefaultConcurrency {
+			t.Errorf("%s: %d slots, want the worker's concurrency, %d", in.Name, in.Slots, agents.DefaultConcurrency)
+		}
 		if in.Embedder != "local-hash-256" || !strings.Contains(in.EmbeddingText, card.Description) {
 			t.Errorf("%s: embedder %q, embedding text %q", in.Name, in.Embedder, in.EmbeddingText)
 		}

@@ -47,6 +47,10 @@ type Registration struct {
 	SelfHealthy bool    `json:"self_healthy"`
 	HealthError string  `json:"health_error,omitempty"`
 	InFlight    int64   `json:"in_flight"`
+	// Slots is how many steps of each of its capabilities the instance's
+	// worker runs at once (its concurrency); 0 if it does not say (an
+	// agent in another language).
+	Slots int `json:"slots,omitempty"`
 	Processed   uint64  `json:"processed"`
 	Errors      uint64  `json:"errors"`
 	AvgMS       float64 `json:"avg_ms"`

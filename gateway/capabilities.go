@@ -39,9 +39,13 @@ type Capability struct {
 	// Healthy those healthy.
 	Instances int `json:"instances"`
 	Healthy   int `json:"healthy"`
-	// Slots is how many steps its workers take at once, as its step
-	// consumer tells (running plus idle pull requests), and Idle how many
-	// of them wait for work; both 0 while no worker has bound to it.
+	// Slots is how many steps its workers take at once: as its step
+	// consumer tells (running plus idle pull requests), or as its healthy
+	// instances say (discovery.Registration.Slots, once per process) if
+	// that is more — a slot running a step handed to it with a verdict
+	// (eager dispatch) holds no delivery and no pull request, so the
+	// consumer does not see it. Idle is how many wait for work. Both 0
+	// while no worker has bound to it and none says.
 	Slots int `json:"slots"`
 	Idle  int `json:"idle"`
 	TenantSteps
@@ -155,7 +159,12 @@ func (c *flowCache) get(ctx context.Context, read func(context.Context) (*flowSn
 type tenantCap struct{ tenant, capability string }
 
 // workers counts a capability's registered instances.
-type workers struct{ instances, healthy int }
+// workers is a capability's registered instances, those healthy, and the
+// slots those say they have (once per process, by host and pid).
+type workers struct {
+	instances, healthy, slots int
+	processes             map[string]bool
+}
 
 // flowSnapshot is one reading of the registry and of JetStream's counts,
 // for every tenant. Only its oldest times are filled in later, per tenant
@@ -189,6 +198,13 @@ func (g *Gateway) readFlow(ctx context.Context) (*flowSnapshot, error) {
 			w.instances++
 			if in.Health == discovery.Healthy {
 				w.healthy++
+				if proc := in.Host + "/" + strconv.Itoa(in.PID); in.Slots > 0 && !w.processes[proc] {
+					if w.processes == nil {
+						w.processes = map[string]bool{}
+					}
+					w.processes[proc] = true
+					w.slots += in.Slots
+				}
 			}
 			s.workers[c] = w
 		}
@@ -247,7 +263,7 @@ func (s *flowSnapshot) answer(ctx context.Context, b *bus.Bus, tenant string, al
 	for _, c := range slices.Sorted(maps.Keys(caps)) {
 		l := s.loads[c]
 		row := Capability{Capability: c, Instances: s.workers[c].instances, Healthy: s.workers[c].healthy,
-			Slots: l.Slots(), Idle: l.Idle, TenantSteps: s.steps(tenant, c, now)}
+			Slots: max(l.Slots(), s.workers[c].slots), Idle: l.Idle, TenantSteps: s.steps(tenant, c, now)}
 		if all {
 			for _, t := range slices.Sorted(maps.Keys(tenants)) {
 				if ts := s.steps(t, c, now); ts.Queued > 0 || ts.InFlight > 0 {

@@ -27,8 +27,9 @@ const (
 
 // capsWorld is what TestAgentsCapabilitiesPerTenant sets up on a real
 // server, with no orchestrator (nothing admits the queued steps): a
-// registered sleep worker whose consumer has one step of acme running and
-// one idle slot; a registered echo agent that never bound a consumer; in
+// registered sleep worker that says it has 3 slots, whose consumer has one
+// step of acme running and one idle slot (the third runs a step handed to
+// it, which the consumer does not see); a registered echo agent that never bound a consumer; in
 // the queue, acme's sleep steps at priorities 3 and 5, beta's at 1, and
 // beta's translate steps, a capability no agent offers.
 type capsWorld struct {
@@ -52,10 +53,13 @@ func newCapsWorld(t *testing.T) *capsWorld {
 	}
 	t.Cleanup(reg.Close)
 	now := time.Now().UTC()
-	for _, a := range []struct{ name, capability string }{{"sleep", "sleep"}, {"echo", "echo"}} {
+	for _, a := range []struct {
+		name, capability string
+		slots            int
+	}{{"sleep", "sleep", 3}, {"echo", "echo", 0}} {
 		r := discovery.Registration{Instance: a.name + "-1", Worker: "w", Name: a.name, Version: "1.0.0", Description: a.name,
 			Capabilities: []string{a.capability}, PID: os.Getpid(), StartedAt: now, HeartbeatAt: now,
-			HeartbeatMS: time.Hour.Milliseconds(), SelfHealthy: true}
+			HeartbeatMS: time.Hour.Milliseconds(), SelfHealthy: true, Slots: a.slots}
 		if err := reg.Put(ctx, r, time.Hour); err != nil {
 			t.Fatal(err)
 		}
@@ -161,10 +165,10 @@ func TestAgentsCapabilitiesPerTenant(t *testing.T) {
 	if echo.Capability != "echo" || echo.Instances != 1 || echo.Slots != 0 || echo.Queued != 0 || echo.InFlight != 0 || echo.Throttled {
 		t.Errorf("echo %+v: want 1 instance, no slot (never bound), nothing queued", echo)
 	}
-	if sleep.Capability != "sleep" || sleep.Instances != 1 || sleep.Healthy != 1 || sleep.Slots != 2 || sleep.Idle != 1 ||
+	if sleep.Capability != "sleep" || sleep.Instances != 1 || sleep.Healthy != 1 || sleep.Slots != 3 || sleep.Idle != 1 ||
 		sleep.Queued != 3 || sleep.InFlight != 1 || !sleep.Throttled ||
 		len(sleep.QueuedByPriority) != 2 || sleep.QueuedByPriority["3"] != 2 || sleep.QueuedByPriority["5"] != 1 {
-		t.Errorf("sleep %s: want 2 slots, 1 idle, 3 queued (2 at 3, 1 at 5), 1 in flight, throttled", mustJSON(t, sleep))
+		t.Errorf("sleep %s: want 3 slots (as its instance says: its consumer sees 2), 1 idle, 3 queued (2 at 3, 1 at 5), 1 in flight, throttled", mustJSON(t, sleep))
 	}
 	if o := sleep.OldestQueuedMS; o == nil || *o < start.Sub(w.queued[1]).Milliseconds()-1 || *o > end.Sub(w.queued[0]).Milliseconds()+1 {
 		t.Errorf("oldest queued %v ms: want between %v and %v", o, start.Sub(w.queued[1]), end.Sub(w.queued[0]))
