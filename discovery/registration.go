@@ -44,16 +44,16 @@ type Registration struct {
 	// HeartbeatMS is the heartbeat interval the worker promises.
 	HeartbeatMS int64 `json:"heartbeat_ms"`
 	// SelfHealthy is the worker's own verdict; HealthError says why not.
-	SelfHealthy bool    `json:"self_healthy"`
-	HealthError string  `json:"health_error,omitempty"`
-	InFlight    int64   `json:"in_flight"`
+	SelfHealthy bool   `json:"self_healthy"`
+	HealthError string `json:"health_error,omitempty"`
+	InFlight    int64  `json:"in_flight"`
 	// Slots is how many steps of each of its capabilities the instance's
 	// worker runs at once (its concurrency); 0 if it does not say (an
 	// agent in another language).
-	Slots int `json:"slots,omitempty"`
-	Processed   uint64  `json:"processed"`
-	Errors      uint64  `json:"errors"`
-	AvgMS       float64 `json:"avg_ms"`
+	Slots     int     `json:"slots,omitempty"`
+	Processed uint64  `json:"processed"`
+	Errors    uint64  `json:"errors"`
+	AvgMS     float64 `json:"avg_ms"`
 	// Embedder names the embedder of Embedding; EmbeddingText is what was
 	// embedded, so a reader with another embedder can embed it again.
 	Embedder      string    `json:"embedder"`

@@ -163,7 +163,7 @@ type tenantCap struct{ tenant, capability string }
 // slots those say they have (once per process, by host and pid).
 type workers struct {
 	instances, healthy, slots int
-	processes             map[string]bool
+	processes                 map[string]bool
 }
 
 // flowSnapshot is one reading of the registry and of JetStream's counts,
