@@ -15,6 +15,17 @@ import (
 // followers, who stop at it.
 func TestPublishAllStoresTheTerminalEventLast(t *testing.T) {
 	env := bustest.New(t)
+	acks, err := env.Bus.PublishAll(testCtx(t), terminalFirst(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTerminalLast(t, acks)
+}
+
+// terminalFirst is a batch of workflow w1's complete event, then a status
+// event.
+func terminalFirst(t *testing.T) []bus.Message {
+	t.Helper()
 	subj, err := subjects.Events(tenant, "w1")
 	if err != nil {
 		t.Fatal(err)
@@ -24,13 +35,16 @@ func TestPublishAllStoresTheTerminalEventLast(t *testing.T) {
 		t.Fatal(err)
 	}
 	status := statusEvent(t, "w1", 1)
-	acks, err := env.Bus.PublishAll(testCtx(t), []bus.Message{
+	return []bus.Message{
 		{Pending: bus.Pending{Subject: subj, MsgID: complete.ID, Env: complete}},
 		{Pending: bus.Pending{Subject: subj, MsgID: status.ID, Env: status}},
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
+}
+
+// wantTerminalLast fails unless terminalFirst's complete event was stored
+// after its status event.
+func wantTerminalLast(t *testing.T, acks []bus.Published) {
+	t.Helper()
 	if acks[0].Sequence <= acks[1].Sequence {
 		t.Fatalf("complete stored at %d, the status before it at %d: want the terminal event last", acks[0].Sequence, acks[1].Sequence)
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
-	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/subjects"
 )
 
@@ -56,25 +55,11 @@ func TestPublishAllAsyncStoresInOrder(t *testing.T) {
 // publishes it with PublishAll, the terminal event last.
 func TestPublishAllAsyncLeavesATerminalEventToPublishAll(t *testing.T) {
 	env := bustest.New(t)
-	subj, err := subjects.Events(tenant, "w1")
+	acks, err := env.Bus.PublishAllAsync(terminalFirst(t)).Wait(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	complete, err := events.New(events.TypeComplete, events.EventKey(tenant, "w1", 2), events.SourceOrchestrator, tenant, "w1", "", events.Complete{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	status := statusEvent(t, "w1", 1)
-	acks, err := env.Bus.PublishAllAsync([]bus.Message{
-		{Pending: bus.Pending{Subject: subj, MsgID: complete.ID, Env: complete}},
-		{Pending: bus.Pending{Subject: subj, MsgID: status.ID, Env: status}},
-	}).Wait(testCtx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if acks[0].Sequence <= acks[1].Sequence {
-		t.Fatalf("complete stored at %d, the status before it at %d: want the terminal event last", acks[0].Sequence, acks[1].Sequence)
-	}
+	wantTerminalLast(t, acks)
 }
 
 // A message no stream takes fails the wait: sent again with PublishAll,
