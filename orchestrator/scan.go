@@ -32,7 +32,9 @@ import (
 // is active, the scan heals it: publishes a stranded outbox, expires a
 // passed deadline, examines every working step as the watchdog would
 // (lost: dispatched again), and re-arms the workflow's timers if the server
-// lost them. Every revision is looked at once, when it comes of age, so a
+// lost them; if it has finished with its outbox still stored (its end
+// stored and not published, by a trigger that is not redelivered), the
+// scan publishes it. Every revision is looked at once, when it comes of age, so a
 // pass costs what the workflows wrote in one interval, not what the bucket
 // holds; a workflow that is healed writes again and is looked at again if
 // it stalls again.
@@ -190,7 +192,8 @@ func (s *scanner) lookAll(ctx context.Context, candidates []bus.Stored) []looked
 }
 
 // look heals the workflow of a checkpoint revision if that revision is its
-// newest (it has not changed for a lease) and it is active.
+// newest (it has not changed for a lease) and it is active, or finished
+// with its outbox not published.
 func (s *scanner) look(ctx context.Context, v bus.Stored) looked {
 	e, err := s.o.checkpoints.Get(ctx, v.Key)
 	if isNotFound(err) {
@@ -207,12 +210,24 @@ func (s *scanner) look(ctx context.Context, v bus.Stored) looked {
 		return looked{}
 	}
 	if cp.Status.Terminal() {
-		if cp.Concurrency != nil {
+		var (
+			healed bool
+			err    error
+		)
+		if len(cp.Outbox) > 0 {
+			// Its end was stored and not published: its orchestrator died
+			// in between, and what ended it will not come again (a user's
+			// cancel, a core NATS request, is not redelivered). Followers
+			// would wait for its terminal event for ever.
+			s.o.log.Warn("finished workflow: publishing its stranded outbox", "tenant", cp.TenantID, "workflow", cp.WorkflowID, "messages", len(cp.Outbox))
+			healed, err = true, s.o.settle(ctx, cp.TenantID, cp.WorkflowID)
+		}
+		if err == nil && cp.Concurrency != nil {
 			// Its release may have been lost to a crash: again (a no-op
 			// if it was not), with holders that ended dropped.
-			return looked{err: s.o.release(ctx, cp.TenantID, cp.WorkflowID, *cp.Concurrency, true)}
+			err = s.o.release(ctx, cp.TenantID, cp.WorkflowID, *cp.Concurrency, true)
 		}
-		return looked{}
+		return looked{examined: healed, healed: healed, err: err}
 	}
 	healed, err := s.o.heal(ctx, &cp)
 	return looked{examined: true, healed: healed, err: err}

@@ -69,6 +69,45 @@ func TestScanIsBoundedAndResumes(t *testing.T) {
 	}
 }
 
+// A finished workflow whose end was stored and not published (its
+// orchestrator died in between, after a cancel that no one sends again)
+// has its outbox published by the scan, terminal event and all, and
+// cleared: followers see it end.
+func TestScanPublishesAFinishedWorkflowsStrandedOutbox(t *testing.T) {
+	env := bustest.New(t)
+	o := newTestOrchestrator(t, env, Config{StepLease: time.Millisecond})
+	ctx := context.Background()
+	now := time.Now().UTC()
+	cp := engine.New(engine.Start{TenantID: "default", WorkflowID: "ended"}, now)
+	cp.Status, cp.Phase = events.StateCanceled, engine.PhaseDone
+	data, err := json.Marshal(events.Cancelled{Reason: "by a user"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj, _ := subjects.Events(cp.TenantID, cp.WorkflowID)
+	cp.Outbox = []engine.Outgoing{{Subject: subj, MsgID: "default/ended/9", Type: events.TypeCancelled, Time: now, Data: data}}
+	stored, err := o.store(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := subjects.CheckpointKey(cp.TenantID, cp.WorkflowID)
+	if _, err := o.checkpoints.Put(ctx, key, stored); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond) // the revision comes of age (StepLease)
+	if r, err := o.scan.once(ctx); err != nil || r.Healed != 1 {
+		t.Fatalf("scan: %+v, %v; want the finished workflow healed", r, err)
+	}
+	found, _, err := o.bus.FindMsgID(ctx, subjects.StreamEvents, subj, func(id string) bool { return id == "default/ended/9" }, 10)
+	if err != nil || !found {
+		t.Fatalf("cancelled event stored %v (%v): want it published", found, err)
+	}
+	after, _, err := o.loadFrom(ctx, cp.TenantID, cp.WorkflowID, true)
+	if err != nil || len(after.Outbox) != 0 || after.Status != events.StateCanceled {
+		t.Fatalf("checkpoint after the scan: outbox %v, status %s (%v); want it cleared, still cancelled", after.Outbox, after.Status, err)
+	}
+}
+
 // One orchestrator at a time holds the scan's lease; another takes it over,
 // with its cursor, once the holder has been silent for three intervals.
 func TestScanLeaseHasOneHolderAndPassesOn(t *testing.T) {
