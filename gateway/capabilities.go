@@ -158,7 +158,6 @@ func (c *flowCache) get(ctx context.Context, read func(context.Context) (*flowSn
 // tenantCap keys counts by tenant and capability.
 type tenantCap struct{ tenant, capability string }
 
-// workers counts a capability's registered instances.
 // workers is a capability's registered instances, those healthy, and the
 // slots those say they have (once per process, by host and pid).
 type workers struct {
