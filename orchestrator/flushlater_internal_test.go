@@ -13,7 +13,7 @@ import (
 )
 
 // TestOutboxSentLaterIsKeptUntilStored: a transition that handed a step
-// back sends its outbox without waiting (flushLater). The checkpoint it
+// back sends its outbox without waiting (flush with later). The checkpoint it
 // stored keeps that outbox, so that a process dying before the server
 // stored it leaves it for the next transition to publish; this process's
 // copy drops it only once the acknowledgements are in (cached, confirm),
@@ -58,7 +58,7 @@ func TestOutboxSentLaterIsKeptUntilStored(t *testing.T) {
 			if rev, err = o.checkpoints.Update(ctx, key, data, rev); err != nil {
 				t.Fatal(err)
 			}
-			if err := o.flushLater(ctx, key, cp, rev); err != nil {
+			if err := o.flush(ctx, key, cp, rev, true); err != nil {
 				t.Fatal(err)
 			}
 			if stored, _, err := o.loadFrom(ctx, "default", c.wf, true); err != nil || len(stored.Outbox) != 2 {

@@ -118,7 +118,7 @@ func (o *Orchestrator) create(ctx context.Context, cp *workflow.Checkpoint, eff 
 		o.cfg.Metrics.created(ctx, cp, eff)
 		o.stored(cp, eff, spans)
 		started := o.freeSlot(ctx, cp, eff)
-		err = o.flush(ctx, key, cp, rev)
+		err = o.flush(ctx, key, cp, rev, false)
 		o.startLater(cp, started) // before the next transition may take cp from the cache
 		unlock()
 		o.admitted(eff)
@@ -270,11 +270,7 @@ func (o *Orchestrator) transitionOffer(ctx context.Context, tenant, wf string, i
 		o.stored(cp, eff, spans)
 		started := o.freeSlot(ctx, cp, eff)
 		o.stopSteps(ctx, cp, eff)
-		if handed != nil {
-			err = o.flushLater(ctx, key, cp, rev)
-		} else {
-			err = o.flush(ctx, key, cp, rev)
-		}
+		err = o.flush(ctx, key, cp, rev, handed != nil)
 		o.admitted(eff)
 		o.startLater(cp, started)
 		return applied{Effects: eff, Status: cp.Status, Handed: handed}, err
@@ -301,19 +297,35 @@ func orNil(in workflow.Input, err error) error {
 // the outbox is cleared, another process reading the checkpoint publishes
 // it again, which the dedup keys make harmless: the clear comes within
 // clearDelay, far inside the streams' dedup window.
-func (o *Orchestrator) flush(ctx context.Context, key string, cp *workflow.Checkpoint, rev uint64) error {
+//
+// With later, for a transition that handed a step back to its worker
+// (eager.go), a running workflow's outbox is sent without waiting for the
+// acknowledgements, so that the verdict, and the step with it, go at once
+// and the step runs while its workflow's events are stored. This
+// process's copy keeps the outbox until the next transition, or
+// clearLater, finds them acknowledged (confirm); the stored checkpoint
+// keeps it too. Should this process die before they are stored, the
+// step's answer, or its lease if the worker dies too, is a transition of
+// the workflow, which publishes a stored outbox first.
+func (o *Orchestrator) flush(ctx context.Context, key string, cp *workflow.Checkpoint, rev uint64, later bool) error {
 	o.unclear.Delete(key) // a revision newer than the one a clear waits for
 	if len(cp.Outbox) == 0 {
 		o.remember(key, cp, rev)
 		return nil
 	}
-	if err := o.publish(ctx, cp); err != nil {
-		o.cache.Delete(key)
-		return err
+	deferClear := !cp.Status.Terminal() && o.cfg.ClearDelay > 0
+	c := cached{cp: cp, rev: rev}
+	if out := published(cp.Outbox); later && deferClear && len(out) > 0 {
+		c.pending = &pending{p: o.bus.PublishAllAsync(envelopes(cp, out)), out: out}
+	} else {
+		if err := o.publish(ctx, cp); err != nil {
+			o.cache.Delete(key)
+			return err
+		}
+		cp.Outbox = nil
 	}
-	cp.Outbox = nil
-	if !cp.Status.Terminal() && o.cfg.ClearDelay > 0 {
-		o.remember(key, cp, rev)
+	if deferClear {
+		o.cache.Store(key, c)
 		o.unclear.Store(key, rev)
 		o.clearLater(key, rev)
 		return nil
@@ -330,41 +342,15 @@ func (o *Orchestrator) flush(ctx context.Context, key string, cp *workflow.Check
 	return nil
 }
 
-// flushLater is flush for a transition that handed a step back to its
-// worker (eager.go): it sends the outbox and returns without waiting for
-// the acknowledgements, so that the verdict, and the step with it, go at
-// once, and the step runs while its workflow's events are stored. The
-// checkpoint keeps the outbox until the next transition of this process,
-// or clearLater, finds them acknowledged (confirm); until then the stored
-// checkpoint holds it too. Should this process die before they are
-// stored, the step's answer, or its lease if the worker dies too, is a
-// transition of the workflow, which publishes a stored outbox first. A
-// finished workflow's outbox is flushed and cleared the usual way.
-func (o *Orchestrator) flushLater(ctx context.Context, key string, cp *workflow.Checkpoint, rev uint64) error {
-	if cp.Status.Terminal() || o.cfg.ClearDelay <= 0 {
-		return o.flush(ctx, key, cp, rev)
-	}
-	o.unclear.Delete(key)
-	c := cached{cp: cp, rev: rev}
-	if out := published(cp.Outbox); len(out) > 0 {
-		c.pending = &pending{p: o.bus.PublishAllAsync(envelopes(cp, out)), out: out}
-	} else {
-		cp.Outbox = nil
-	}
-	o.cache.Store(key, c)
-	o.unclear.Store(key, rev)
-	o.clearLater(key, rev)
-	return nil
-}
-
-// pending is an outbox sent and not yet known to be stored (flushLater).
+// pending is an outbox sent and not yet known to be stored (flush with
+// later).
 type pending struct {
 	p   *bus.Publishing
 	out []workflow.Outgoing
 }
 
-// confirm waits for the acknowledgements of cp's outbox sent by
-// flushLater; once they are in, the outbox is published, as publish would
+// confirm waits for the acknowledgements of cp's outbox sent by flush
+// with later; once they are in, the outbox is published, as publish would
 // leave it. It reports whether it is: if not, cp keeps its outbox, and
 // whoever goes on with cp publishes it again.
 func (o *Orchestrator) confirm(ctx context.Context, cp *workflow.Checkpoint, p *pending) bool {
@@ -474,7 +460,7 @@ type cached struct {
 	cp  *workflow.Checkpoint
 	rev uint64
 	// pending is cp's outbox, sent and not yet known to be stored
-	// (flushLater); nil if there is none.
+	// (flush with later); nil if there is none.
 	pending *pending
 }
 
