@@ -407,9 +407,9 @@ func (w *Worker) hand(ctx context.Context, req Request, env events.Envelope) (bo
 	wait := min(w.cfg.HandWait, w.cfg.AckWait/4)
 	hctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	offer := req.served
+	offer := bus.Offer{Capability: req.served, Lease: w.cfg.AckWait}
 	if w.cfg.NoEager || ctx.Err() != nil {
-		offer = ""
+		offer = bus.Offer{}
 	}
 	back, err := w.cfg.Bus.HandOffer(hctx, subj, env, offer)
 	if err != nil {

@@ -33,7 +33,7 @@ const (
 // error must deliver it another way, and that other way must tolerate a
 // copy the handler took after the sender stopped waiting.
 func (b *Bus) Hand(ctx context.Context, subject string, env events.Envelope) error {
-	_, err := b.HandOffer(ctx, subject, env, "")
+	_, err := b.HandOffer(ctx, subject, env, Offer{})
 	return err
 }
 
@@ -42,19 +42,34 @@ func (b *Bus) Hand(ctx context.Context, subject string, env events.Envelope) err
 // just freed). A handler that has one answers with it (Handed.Offer).
 const HeaderOffer = "Agentbus-Offer"
 
-// HandOffer is Hand with an offer (HeaderOffer; none if ""): with the
-// verdict, the handler may send back a message for the sender to take,
-// which HandOffer returns (nil if none). That message is the sender's
-// from then on: nothing else holds it.
-func (b *Bus) HandOffer(ctx context.Context, subject string, env events.Envelope, offer string) (*events.Envelope, error) {
+// Offer is what a sender of HandOffer offers to take back.
+type Offer struct {
+	// Capability names it (HeaderOffer): a step of that capability. None
+	// if "".
+	Capability string
+	// Lease is how long the sender may go without a word while it runs
+	// what it took back (headerOfferLease): it speaks at least three
+	// times in that span (agents: its AckWait, renewed every third).
+	// Zero: it does not say.
+	Lease time.Duration
+}
+
+// HandOffer is Hand with an offer (none if offer.Capability is ""): with
+// the verdict, the handler may send back a message for the sender to
+// take, which HandOffer returns (nil if none). That message is the
+// sender's from then on: nothing else holds it.
+func (b *Bus) HandOffer(ctx context.Context, subject string, env events.Envelope, offer Offer) (*events.Envelope, error) {
 	m, err := toMsg(subject, env)
 	if err != nil {
 		return nil, err
 	}
-	if offer != "" {
-		m.Header.Set(HeaderOffer, offer)
+	if offer.Capability != "" {
+		m.Header.Set(HeaderOffer, offer.Capability)
 		if dl, ok := ctx.Deadline(); ok {
 			m.Header.Set(headerOfferUntil, strconv.FormatInt(dl.UnixMilli(), 10))
+		}
+		if offer.Lease > 0 {
+			m.Header.Set(headerOfferLease, strconv.FormatInt(offer.Lease.Milliseconds(), 10))
 		}
 	}
 	resp, err := b.nc.RequestMsgWithContext(ctx, m)
@@ -86,6 +101,9 @@ func (b *Bus) HandOffer(ctx context.Context, subject string, env events.Envelope
 // taken.
 const headerOfferUntil = "Agentbus-Offer-Until"
 
+// headerOfferLease is Offer.Lease in milliseconds.
+const headerOfferLease = "Agentbus-Offer-Lease"
+
 // headerTaken carries the verdict on an answer that brings a message back
 // in its body.
 const headerTaken = "Agentbus-Taken"
@@ -94,16 +112,22 @@ const headerTaken = "Agentbus-Taken"
 type Handed struct {
 	Subject string
 	Env     events.Envelope
-	// Offer is what its sender offered to take back (HeaderOffer), and
-	// OfferUntil when it stops waiting for the verdict (zero: unknown).
+	// Offer is what its sender offered to take back (HeaderOffer),
+	// OfferUntil when it stops waiting for the verdict (zero: unknown),
+	// and OfferLease how long it may go without a word while it runs what
+	// it took (Offer.Lease; zero: unknown).
 	Offer      string
 	OfferUntil time.Time
+	OfferLease time.Duration
 }
 
 func handed(m *nats.Msg, env events.Envelope) Handed {
 	h := Handed{Subject: m.Subject, Env: env, Offer: m.Header.Get(HeaderOffer)}
 	if ms, err := strconv.ParseInt(m.Header.Get(headerOfferUntil), 10, 64); err == nil {
 		h.OfferUntil = time.UnixMilli(ms)
+	}
+	if ms, err := strconv.ParseInt(m.Header.Get(headerOfferLease), 10, 64); err == nil && ms > 0 {
+		h.OfferLease = time.Duration(ms) * time.Millisecond
 	}
 	return h
 }

@@ -170,13 +170,14 @@ func TestHandOfferGetsAMessageBack(t *testing.T) {
 	type seen struct {
 		offer string
 		until time.Time
+		lease time.Duration
 	}
 	got := make(chan seen, 8)
 	ctx2, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() {
 		_ = env.Bus.TakeOffers(ctx2, bus.TakeConfig{Subject: subjects.AllResults, Queue: "q"}, func(_ context.Context, m bus.Handed) (*events.Envelope, error) {
-			got <- seen{m.Offer, m.OfferUntil}
+			got <- seen{m.Offer, m.OfferUntil, m.OfferLease}
 			switch m.Env.WorkflowID {
 			case "wf-none":
 				return nil, nil
@@ -190,7 +191,7 @@ func TestHandOfferGetsAMessageBack(t *testing.T) {
 	deadline := time.Now().Add(testTimeout)
 	for {
 		hctx, hcancel := context.WithTimeout(ctx, 2*time.Second)
-		r, err := env.Bus.HandOffer(hctx, "agentbus.default.result.wf-1", statusEvent(t, "wf-1", 1), "echo")
+		r, err := env.Bus.HandOffer(hctx, "agentbus.default.result.wf-1", statusEvent(t, "wf-1", 1), bus.Offer{Capability: "echo", Lease: 45 * time.Second})
 		hcancel()
 		if err == nil {
 			reply = r
@@ -202,16 +203,16 @@ func TestHandOfferGetsAMessageBack(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	s := <-got
-	if s.offer != "echo" || time.Until(s.until) <= 0 || time.Until(s.until) > 2*time.Second {
-		t.Errorf("handler saw offer %q until %s, want echo within the sender's 2 s", s.offer, s.until)
+	if s.offer != "echo" || time.Until(s.until) <= 0 || time.Until(s.until) > 2*time.Second || s.lease != 45*time.Second {
+		t.Errorf("handler saw offer %q until %s with a lease of %s, want echo within the sender's 2 s, with its 45 s", s.offer, s.until, s.lease)
 	}
 	if reply == nil || reply.ID != back.ID || reply.WorkflowID != "wf-back" || string(reply.Data) != string(back.Data) || reply.Type != back.Type {
 		t.Fatalf("got back %+v, want %+v", reply, back)
 	}
-	if r, err := env.Bus.HandOffer(ctx, "agentbus.default.result.wf-none", statusEvent(t, "wf-none", 1), "echo"); err != nil || r != nil {
+	if r, err := env.Bus.HandOffer(ctx, "agentbus.default.result.wf-none", statusEvent(t, "wf-none", 1), bus.Offer{Capability: "echo"}); err != nil || r != nil {
 		t.Errorf("with nothing to send back: %+v, %v; want nil, nil", r, err)
 	}
-	if r, err := env.Bus.HandOffer(ctx, "agentbus.default.result.wf-refused", statusEvent(t, "wf-refused", 1), "echo"); !errors.Is(err, bus.ErrNotTaken) || r != nil {
+	if r, err := env.Bus.HandOffer(ctx, "agentbus.default.result.wf-refused", statusEvent(t, "wf-refused", 1), bus.Offer{Capability: "echo"}); !errors.Is(err, bus.ErrNotTaken) || r != nil {
 		t.Errorf("refused: %+v, %v; want nil, ErrNotTaken", r, err)
 	}
 	// Hand, without an offer, sends none.
@@ -221,7 +222,7 @@ func TestHandOfferGetsAMessageBack(t *testing.T) {
 	for range 2 {
 		<-got
 	}
-	if s := <-got; s.offer != "" || !s.until.IsZero() {
+	if s := <-got; s.offer != "" || !s.until.IsZero() || s.lease != 0 {
 		t.Errorf("Hand sent offer %q until %s, want none", s.offer, s.until)
 	}
 }

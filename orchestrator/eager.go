@@ -27,15 +27,22 @@ import (
 // nobody publishes it. If the worker never runs it — it stopped waiting,
 // or died — the watchdog finds neither a request nor a reply when the
 // step's lease is due and dispatches it again (lease.go), as for a request
-// the server lost. A worker that cannot finish a handed step (it failed,
-// or the worker stops) publishes the request as the orchestrator would
-// have, and the step goes on the usual way. A handed step that runs long
-// renews its lease (workflow.Renewed) so that the watchdog leaves it be.
+// the server lost. That lease is the one the worker's offer names (its
+// AckWait, bus.Offer.Lease), not StepLease: a worker that dies running a
+// handed step has it dispatched again about as soon as JetStream would
+// deliver a pulled one again. A worker that cannot finish a handed step
+// (it failed, or the worker stops) publishes the request as the
+// orchestrator would have, and the step goes on the usual way. A handed
+// step that runs long renews its lease (workflow.Renewed, every third of
+// it) so that the watchdog leaves it be.
 
 // offer is what a handed answer's worker offered to take back.
 type offer struct {
 	capability string
 	until      time.Time
+	// lease is how long its worker may go without a word while it runs
+	// the step (bus.Offer.Lease); zero: StepLease.
+	lease time.Duration
 	// answer is the id of the answer the offer came with.
 	answer string
 }
@@ -52,7 +59,7 @@ func (o *Orchestrator) offered(m bus.Handed) *offer {
 	if m.Offer == "" || o.cfg.StepLease <= 0 || m.OfferUntil.IsZero() || time.Until(m.OfferUntil) < offerMargin {
 		return nil
 	}
-	return &offer{capability: m.Offer, until: m.OfferUntil, answer: m.Env.ID}
+	return &offer{capability: m.Offer, until: m.OfferUntil, lease: m.OfferLease, answer: m.Env.ID}
 }
 
 // handBack marks the first step request of eff's outbox that off can take
@@ -77,7 +84,7 @@ func (o *Orchestrator) handBack(cp *workflow.Checkpoint, eff *workflow.Effects, 
 		}
 		m.Handed = true
 		if t := cp.Tasks[m.StepID]; t != nil {
-			t.HandedWith = off.answer
+			t.HandedWith, t.HandedLeaseMS = off.answer, off.lease.Milliseconds()
 		}
 		env := envelopes(cp, []workflow.Outgoing{*m})[0].Env
 		return &env

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentbus/agentbus/agents"
+	"github.com/agentbus/agentbus/bus"
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
 	"github.com/agentbus/agentbus/orchestrator"
@@ -190,47 +190,14 @@ func TestHandedStepNeverRunIsDispatchedAgain(t *testing.T) {
 			o, _ := startOrchestrator(t, env, orchestrator.Config{StepLease: c.lease})
 			const wf = "vanish"
 			submit(t, env.Bus, "default", wf, events.WorkflowSubmitted{Plan: plan(step("A", "echo"), step("B", "echo", "A"))})
-			durable, _ := subjects.StepConsumer("echo")
-			cons, err := env.Bus.JetStream().Consumer(t.Context(), subjects.StreamSteps, durable)
-			if err != nil {
-				t.Fatal(err)
-			}
-			batch, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got int
-			for m := range batch.Messages() {
-				got++
-				req, err := events.Decode(m.Headers(), m.Data())
-				if err != nil || req.StepID != "A" {
-					t.Fatalf("pulled %+v, %v: want A's request", req, err)
-				}
-				answer, err := events.New(events.TypeStepCompleted, events.StepKey("default", wf, "A", 1), events.SourceAgentPrefix+"echo", "default", wf, "A",
-					events.StepCompleted{StepID: "A", Capability: "echo", Attempt: 1, Output: json.RawMessage(`"a"`), Worker: "gone"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				results, _ := subjects.Result("default", wf)
-				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-				back, err := env.Bus.HandOffer(ctx, results, answer, "echo")
-				cancel()
-				if err != nil || back == nil || back.StepID != "B" || back.Type != events.TypeStepRequested {
-					t.Fatalf("HandOffer = %+v, %v: want B's request back", back, err)
-				}
+			handA(t, env, wf, bus.Offer{Capability: "echo"}, func(answer events.Envelope) {
 				if c.streamed {
 					replies, _ := subjects.Reply("default", wf)
 					if _, err := env.Bus.Publish(t.Context(), replies, answer, answer.ID); err != nil {
 						t.Fatal(err)
 					}
 				}
-				if err := m.Ack(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if got != 1 {
-				t.Fatalf("pulled %d requests, want A's", got)
-			}
+			})
 			if c.streamed {
 				checkpointWhen(t, o, wf, "B dispatched again", func(cp *engine.Checkpoint) bool { return cp.Tasks["B"].Attempt == 2 })
 			} else if n := storedSteps(t, env); n != 1 {
@@ -267,9 +234,9 @@ func TestHandedStepOutlivingItsLeaseRunsOnce(t *testing.T) {
 		}
 		return json.RawMessage(`{"ok":true}`), nil
 	})
-	runWorker(t, env, agents.WorkerConfig{AckWait: testLease}, a)
-	// A lease of two of the worker's AckWait (the floor is one): six
-	// renewals' worth, so that a slow machine's late one is no verdict.
+	// B's lease is its worker's AckWait (its offer says so), renewed every
+	// third of it; two leases' run is six renewals.
+	runWorker(t, env, agents.WorkerConfig{AckWait: 2 * testLease}, a)
 	o, _ := startOrchestrator(t, env, orchestrator.Config{StepLease: 2 * testLease})
 	const wf = "long"
 	submit(t, env.Bus, "default", wf, events.WorkflowSubmitted{Plan: plan(step("A", "slow"), step("B", "slow", "A"))})
@@ -286,6 +253,9 @@ func TestHandedStepOutlivingItsLeaseRunsOnce(t *testing.T) {
 	}
 	if cp.Tasks["B"].RenewedAt == nil {
 		t.Errorf("B's lease was never renewed")
+	}
+	if got, want := cp.Tasks["B"].HandedLeaseMS, (2 * testLease).Milliseconds(); got != want {
+		t.Errorf("B's lease is %d ms, want its worker's AckWait, %d ms", got, want)
 	}
 }
 

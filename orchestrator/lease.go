@@ -90,17 +90,15 @@ func (o *Orchestrator) watch(ctx context.Context, tenant, workflow string, n int
 		if err := o.settle(ctx, tenant, workflow); err != nil {
 			return err
 		}
-		return o.rearm(ctx, cp, n, time.Now().Add(o.cfg.StepLease))
+		return o.rearm(ctx, cp, n, time.Now().Add(wf.FirstLook(o.cfg.StepLease)))
 	}
 	now := time.Now()
 	next := o.cfg.StepLease
 	for _, id := range working(cp) {
 		t := cp.Tasks[id]
-		if from := leaseFrom(t); from != nil {
-			if due := from.Add(o.cfg.StepLease); due.After(now) {
-				next = min(next, due.Sub(now))
-				continue
-			}
+		if due, ok := o.leaseDue(t); ok && due.After(now) {
+			next = min(next, due.Sub(now))
+			continue
 		}
 		v, err := o.examine(ctx, cp, id, t.Attempt)
 		if err != nil {
@@ -124,6 +122,34 @@ func (o *Orchestrator) watch(ctx context.Context, tenant, workflow string, n int
 		}
 	}
 	return o.rearm(ctx, cp, n, now.Add(next))
+}
+
+// leaseDue is when a working step's lease ends; false if it has no
+// dispatch time. The lease is StepLease from its dispatch, but for a step
+// handed back with a verdict (eager.go): the lease its worker's offer
+// named (Task.HandedLeaseMS, its AckWait) from the worker's last word,
+// and from this orchestrator's start at the earliest. A handed step is
+// found alive only by its worker's words, and after every orchestrator
+// was away those words failed for as long: its worker must have a lease
+// to find one again before the step is taken for lost, or a step alive
+// and running would run twice (TestHandedStepLeaseRunsFromTheOrchestratorsStart).
+func (o *Orchestrator) leaseDue(t *wf.Task) (time.Time, bool) {
+	from := leaseFrom(t)
+	if from == nil {
+		return time.Time{}, false
+	}
+	if t.HandedWith == "" {
+		return from.Add(o.cfg.StepLease), true
+	}
+	lease := o.cfg.StepLease
+	if t.HandedLeaseMS > 0 {
+		lease = time.Duration(t.HandedLeaseMS) * time.Millisecond
+	}
+	start := *from
+	if o.startedAt.After(start) {
+		start = o.startedAt
+	}
+	return start.Add(lease), true
 }
 
 // leaseFrom is when a working step's lease runs from: its dispatch, or

@@ -281,6 +281,10 @@ type Orchestrator struct {
 	background       sync.WaitGroup
 	backgroundCtx    context.Context
 	cancelBackground context.CancelFunc
+	// startedAt is when New made it: the watchdog gives a handed step's
+	// worker a lease from then at least (lease.go), time to find it again
+	// after every orchestrator was away.
+	startedAt time.Time
 }
 
 // New checks cfg, opens the buckets it needs and makes sure the timers
@@ -354,7 +358,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		}
 	}
 	o := &Orchestrator{cfg: cfg, bus: cfg.Bus, log: cfg.Logger.With("component", "orchestrator"), checkpoints: kv, controls: ctl,
-		leases: leases, sessions: cfg.Sessions, fitLimit: cfg.Bus.MaxPayload() * 3 / 4, schedules: scheds}
+		leases: leases, sessions: cfg.Sessions, fitLimit: cfg.Bus.MaxPayload() * 3 / 4, schedules: scheds, startedAt: time.Now()}
 	if !cfg.FlowControlOff {
 		o.admission = newAdmission(o)
 		o.tokens = newTokenLimits(o)

@@ -131,6 +131,11 @@ type Task struct {
 	// the live attempt's request back to its worker (eager dispatch);
 	// cleared by the next dispatch.
 	HandedWith string `json:"handed_with,omitempty"`
+	// HandedLeaseMS is how long the worker the live attempt was handed to
+	// may go without a word (its offer's lease, bus.Offer.Lease: its
+	// AckWait): the attempt's lease instead of the watchdog's StepLease.
+	// Zero when it did not say. Cleared by the next dispatch.
+	HandedLeaseMS int64 `json:"handed_lease_ms,omitempty"`
 	// TraceParent is the W3C context of the live attempt's dispatch span,
 	// the parent of its run on a worker and of its approval wait.
 	TraceParent string `json:"trace_parent,omitempty"`

@@ -228,7 +228,7 @@ func (x *tx) request(s events.PlanStep, t *Task, deps map[string]json.RawMessage
 	t.Attempt++
 	x.setTask(s.ID, t, events.StateWorking, cause)
 	t.StepSeq = 0
-	t.HeldSince, t.SteppedDownAt, t.RenewedAt, t.HandedWith = nil, nil, nil, ""
+	t.HeldSince, t.SteppedDownAt, t.RenewedAt, t.HandedWith, t.HandedLeaseMS = nil, nil, nil, "", 0
 	now := x.now
 	t.DispatchedAt = &now
 	req := events.StepRequested{StepID: s.ID, Capability: t.Capability, Attempt: t.Attempt, Query: cp.Query, Input: s.Input, TimeoutMS: s.TimeoutMS,
@@ -254,14 +254,14 @@ func (x *tx) request(s events.PlanStep, t *Task, deps map[string]json.RawMessage
 	return nil
 }
 
-// armWatch queues a new watchdog timer for the workflow, due a lease from
-// now, unless the watchdog is off.
+// armWatch queues a new watchdog timer for the workflow, due a third of
+// a lease from now (FirstLook), unless the watchdog is off.
 func (x *tx) armWatch() error {
 	if x.p.StepLease <= 0 {
 		return nil
 	}
 	x.cp.Watch++
-	m, err := WatchTimer(x.cp, x.cp.Watch, x.now.Add(x.p.StepLease), x.now)
+	m, err := WatchTimer(x.cp, x.cp.Watch, x.now.Add(FirstLook(x.p.StepLease)), x.now)
 	if err != nil {
 		return err
 	}

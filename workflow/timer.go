@@ -41,6 +41,15 @@ func WaitTimer(cp *Checkpoint, step string, attempt int, at, now time.Time) (Out
 	return m, err
 }
 
+// FirstLook is how long after a workflow's first dispatch (or a resume)
+// the watchdog first looks at its steps: a third of a lease, the workers'
+// AckWait by default. Its steps' leases are mostly StepLease, but a step
+// handed back to a worker with a verdict has its worker's AckWait
+// (Task.HandedLeaseMS), and a worker that died running one should not
+// hold it for a whole StepLease. At each look the watchdog schedules the
+// next for the earliest lease due.
+func FirstLook(stepLease time.Duration) time.Duration { return stepLease / 3 }
+
 // WatchTimer schedules the workflow's watchdog timer number n at at.
 func WatchTimer(cp *Checkpoint, n int, at, now time.Time) (Outgoing, error) {
 	at = at.UTC()

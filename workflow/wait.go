@@ -166,7 +166,7 @@ func (x *tx) startWait(s events.PlanStep, t *Task, cause Cause) (bool, error) {
 	x.setTask(s.ID, t, events.StateWorking, cause)
 	now := x.now
 	t.DispatchedAt, t.Since, t.StepSeq = &now, t.Attempt, 0
-	t.HeldSince, t.SteppedDownAt, t.RenewedAt, t.HandedWith = nil, nil, nil, ""
+	t.HeldSince, t.SteppedDownAt, t.RenewedAt, t.HandedWith, t.HandedLeaseMS = nil, nil, nil, "", 0
 	t.Wait = &WaitState{Signal: spec.Signal, OnTimeout: spec.OnTimeout}
 	x.setStatus(cp.Status, PhaseExecuting, cause)
 	if spec.Signal != "" {
