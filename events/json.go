@@ -1,7 +1,9 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
+	"sync"
 
 	fastjson "github.com/segmentio/encoding/json"
 )
@@ -17,6 +19,37 @@ import (
 
 // MarshalData is json.Marshal for event data.
 func MarshalData(v any) ([]byte, error) { return fastjson.Marshal(v) }
+
+// MarshalChecked is MarshalData for data whose raw JSON values
+// (json.RawMessage) were each decoded, and so checked, on their way in —
+// a workflow's, built from its checkpoint: the same bytes, without
+// parsing every raw value again. A raw value that is not JSON would make
+// the data invalid rather than fail; use MarshalData for anything else.
+func MarshalChecked(v any) ([]byte, error) {
+	buf, _ := checkedBufs.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	b, err := fastjson.Append((*buf)[:0], v, fastjson.EscapeHTML|fastjson.SortMapKeys|fastjson.TrustRawMessage)
+	if err != nil {
+		return nil, err
+	}
+	out := bytes.Clone(b)
+	if cap(b) <= maxPooledBuf {
+		*buf = b
+		checkedBufs.Put(buf)
+	}
+	return out, nil
+}
+
+// checkedBufs holds MarshalChecked's buffers, as segmentio's Marshal
+// keeps its own: the data is built in one and copied out at its size, one
+// allocation. A cache, not state: any buffer serves any call.
+var checkedBufs sync.Pool
+
+// maxPooledBuf bounds the buffers checkedBufs keeps: a rare large payload
+// is not held for ever.
+const maxPooledBuf = 64 << 10
 
 // UnmarshalData is json.Unmarshal for event data.
 func UnmarshalData(data []byte, v any) error {

@@ -8,16 +8,18 @@ import (
 
 // encode is a checkpoint's JSON as the bucket stores it: encoding/json's
 // output (map keys sorted), except that raw JSON values — step inputs and
-// outputs, event data in the outbox — are copied as they are rather than
-// checked and compacted again. Every one of them was decoded from JSON
-// or encoded by Go before it got there, and checking them again was most
-// of the encoding's time: the checkpoint is encoded on every transition.
+// outputs, event data in the outbox — are copied byte for byte rather
+// than checked, compacted and HTML-escaped again, and no string is
+// HTML-escaped (a checkpoint is never embedded in a page; any JSON
+// reader reads it alike). Every raw value was decoded from JSON or
+// encoded by Go before it got there, and going over each again on every
+// transition was most of the encoding's time.
 func encode(cp *workflow.Checkpoint) ([]byte, error) {
 	return appendJSON(make([]byte, 0, 8192), cp)
 }
 
 func appendJSON(dst []byte, cp *workflow.Checkpoint) ([]byte, error) {
-	return fastjson.Append(dst, cp, fastjson.EscapeHTML|fastjson.SortMapKeys|fastjson.TrustRawMessage)
+	return fastjson.Append(dst, cp, fastjson.SortMapKeys|fastjson.TrustRawMessage)
 }
 
 // store is a checkpoint as the bucket stores it: its JSON (encode),

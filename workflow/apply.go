@@ -350,7 +350,7 @@ func (x *tx) apply(in Input) error {
 
 // emit queues a client event with the workflow's next dedup key.
 func (x *tx) emit(typ events.Type, step string, payload any) error {
-	data, err := events.MarshalData(payload)
+	data, err := events.MarshalChecked(payload)
 	if err != nil {
 		return err
 	}

@@ -236,7 +236,7 @@ func (x *tx) request(s events.PlanStep, t *Task, deps map[string]json.RawMessage
 	if len(deps) > 0 {
 		req.DependencyOutputs = deps
 	}
-	data, err := events.MarshalData(req)
+	data, err := events.MarshalChecked(req)
 	if err != nil {
 		return err
 	}
