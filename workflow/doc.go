@@ -16,6 +16,11 @@
 // redelivered, a timer after the end) is ErrStale. Either way the
 // checkpoint is left as it was.
 //
+// Raw JSON values an input carries (a step's output, a signal's data, a
+// plan step's input) must be JSON: the orchestrator decodes each from
+// the wire, checked, before it gets here, and Apply builds its events
+// from them without parsing them again (events.MarshalChecked).
+//
 // The package imports only events, subjects and schemas, so that every
 // process and the Go SDK can read checkpoints without linking the
 // orchestrator.
