@@ -67,8 +67,11 @@ type Config struct {
 	// before the watchdog looks for it: a step whose request is no longer
 	// queued or running and whose reply is nowhere was lost (a server that
 	// died before it flushed) and is dispatched again as its next attempt
-	// (lease.go). It is also how long a workflow may sit unchanged before
-	// the checkpoint scan looks at it (scan.go). Default 90s, three times
+	// (lease.go). A step handed back to its worker with a verdict has
+	// that worker's AckWait instead (eager.go), and the watchdog first
+	// looks at a workflow a third of StepLease after its first dispatch
+	// (workflow.FirstLook). It is also how long a workflow may sit
+	// unchanged before the checkpoint scan looks at it (scan.go). Default 90s, three times
 	// the workers' default AckWait; negative turns the watchdog and the
 	// scan off.
 	StepLease time.Duration

@@ -67,7 +67,8 @@ func (f *planFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.llmModel, "llm-model", "gpt-4o-mini", "model the LLM planner and agents ask")
 	cmd.Flags().DurationVar(&f.llmTimeout, "llm-timeout", 15*time.Second, "bound on one LLM call; past it the planner or agent falls back to its heuristic, and says so")
 	cmd.Flags().DurationVar(&f.stepLease, "step-lease", 0, "how long a dispatched step may show no sign of life (its request queued or running, or its reply stored) "+
-		"before it is dispatched again as its next attempt, and how long a workflow may sit unchanged before the checkpoint scan looks at it; "+
+		"before it is dispatched again as its next attempt (a step handed back to its worker with a verdict has that worker's --ack-wait instead; "+
+		"the watchdog first looks at a workflow a third of this after its first dispatch), and how long a workflow may sit unchanged before the checkpoint scan looks at it; "+
 		"at least the workers' --ack-wait (default three times it: 1m30s)")
 	cmd.Flags().DurationVar(&f.stepHold, "step-hold", orchestrator.DefaultStepHold, "how long a step's request may stay held by its consumer "+
 		"(delivered, never acknowledged nor redelivered) after the watchdog stepped the consumer's leader down, before the attempt is given up and the step "+
