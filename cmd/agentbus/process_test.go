@@ -145,8 +145,14 @@ type cluster struct {
 
 func startCluster(t *testing.T, workerArgs ...string) *cluster {
 	t.Helper()
-	srv := startProc(t, "serve", "--data", t.TempDir(), "--nats-addr", "127.0.0.1:-1", "--http-addr", "127.0.0.1:0",
-		"--capabilities", "echo", "--heartbeat", "200ms")
+	return startClusterServing(t, nil, workerArgs...)
+}
+
+// startClusterServing is startCluster with more flags for the server.
+func startClusterServing(t *testing.T, serveArgs []string, workerArgs ...string) *cluster {
+	t.Helper()
+	srv := startProc(t, append([]string{"serve", "--data", t.TempDir(), "--nats-addr", "127.0.0.1:-1", "--http-addr", "127.0.0.1:0",
+		"--capabilities", "echo", "--heartbeat", "200ms"}, serveArgs...)...)
 	m := srv.waitLine(t, readyLine)
 	return &cluster{natsURL: m[1], httpURL: m[2], workerArgs: workerArgs}
 }
