@@ -16,8 +16,9 @@ import (
 	"github.com/agentbus/agentbus/subjects"
 )
 
-// TestDiskReturns: N ended workflows (2,000; AGENTBUS_RETENTION_N for
-// more), each with checkpoint revisions, events, a control record, a
+// TestDiskReturns: N ended workflows (1,000, enough to fill and empty
+// the streams' file blocks in the time make test allows;
+// AGENTBUS_RETENTION_N for more), each with checkpoint revisions, events, a control record, a
 // session turn (ten to a session) and, one in ten, an upload, grow the
 // JetStream store; once the sweep has purged them all, the store is back
 // within 10 % of what it was empty. -short skips it.
@@ -25,7 +26,7 @@ func TestDiskReturns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: seeds thousands of workflows")
 	}
-	n := 2000
+	n := 1000
 	if v := os.Getenv("AGENTBUS_RETENTION_N"); v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil || n < 1 {

@@ -53,6 +53,34 @@ func buildTSAgent(t *testing.T) string {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@nats-io", "jetstream")); err != nil {
 		run("ci")
 	}
-	run("run", "build")
+	if !builtFromSources(dir) {
+		run("run", "build")
+	}
 	return dir
+}
+
+// builtFromSources reports whether the ts-agent's dist/agent.js is newer
+// than its sources and build settings: the second test that needs it
+// does not compile it again (tsc takes seconds).
+func builtFromSources(dir string) bool {
+	built, err := os.Stat(filepath.Join(dir, "dist", "agent.js"))
+	if err != nil {
+		return false
+	}
+	fresh := true
+	for _, name := range []string{"package.json", "package-lock.json", "tsconfig.json"} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || !fi.ModTime().Before(built.ModTime()) {
+			return false
+		}
+	}
+	err = filepath.WalkDir(filepath.Join(dir, "src"), func(_ string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if fi, err := d.Info(); err != nil || !fi.ModTime().Before(built.ModTime()) {
+			fresh = false
+		}
+		return nil
+	})
+	return err == nil && fresh
 }
