@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentbus/agentbus/agents"
 	"github.com/agentbus/agentbus/bus"
@@ -86,6 +87,59 @@ func BenchmarkRawRequestReply(b *testing.B) {
 	}
 	reportPercentiles(b, lat, "req")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
+
+// BenchmarkRawJetStreamPublish is the CPU-bound baseline: a raw nats.go
+// client storing messages of an event's size in AGENTBUS_EVENTS, on an
+// embedded server started the same way, 256 acknowledgements awaited at
+// a time (what a busy orchestrator's outbox publishes look like). A step
+// stores about three messages (a checkpoint revision, two events; -bench
+// StepCost), so msgs/s ÷ 3 bounds steps/s for this machine with nothing
+// else done a step; BenchmarkWorkflowsParallel's steps/s over it says how
+// much of that bound the rest of a step leaves.
+func BenchmarkRawJetStreamPublish(b *testing.B) {
+	s := startStack(b)
+	nc, err := nats.Connect(s.env.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	subj, err := subjects.Events("default", "raw-baseline")
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := make([]byte, 300)
+	for i := range payload {
+		payload[i] = 'x'
+	}
+	const window = 256
+	var pending []jetstream.PubAckFuture
+	wait := func() {
+		for _, f := range pending {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				b.Fatal(err)
+			}
+		}
+		pending = pending[:0]
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		f, err := js.PublishAsync(subj, payload)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if pending = append(pending, f); len(pending) == window {
+			wait()
+		}
+	}
+	wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
 
 func reportPercentiles(b *testing.B, d []time.Duration, unit string) {
