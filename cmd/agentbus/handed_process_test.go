@@ -3,13 +3,11 @@ package main
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/gateway"
 )
 
 // TestKilledWorkerHandedStepCompletesElsewhere SIGKILLs the worker
@@ -27,18 +25,8 @@ func TestKilledWorkerHandedStepCompletesElsewhere(t *testing.T) {
 	const stepLease = 9 * time.Second
 	c := startClusterServing(t, []string{"--step-lease", stepLease.String(), "--ack-wait", "2s"}, "--ack-wait", "2s")
 	procs := []*proc{c.worker(t), c.worker(t)}
-	body := `{"plan":{"steps":[{"id":"a","capability":"sleep","input":{"ms":10}},` +
-		`{"id":"b","capability":"sleep","input":{"ms":3000},"depends_on":["a"]}]}}`
-	resp, err := http.Post(c.httpURL+"/v1/workflows", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sub gateway.SubmitResponse
-	if resp.StatusCode != http.StatusAccepted || json.NewDecoder(resp.Body).Decode(&sub) != nil {
-		t.Fatalf("submit: %s", resp.Status)
-	}
-	resp.Body.Close()
-	wf := sub.WorkflowID
+	wf := postWorkflow(t, c.httpURL, `{"plan":{"steps":[{"id":"a","capability":"sleep","input":{"ms":10}},`+
+		`{"id":"b","capability":"sleep","input":{"ms":3000},"depends_on":["a"]}]}}`)
 	type task struct {
 		Status     string `json:"status"`
 		Attempt    int    `json:"attempt"`

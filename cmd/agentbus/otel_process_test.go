@@ -27,7 +27,6 @@ import (
 
 	"github.com/agentbus/agentbus/bus/bustest"
 	"github.com/agentbus/agentbus/events"
-	"github.com/agentbus/agentbus/gateway"
 )
 
 // gotSpan is a span as an OTLP receiver got it.
@@ -245,23 +244,14 @@ func TestTraceAcrossProcesses(t *testing.T) {
 	gw := startProc(t, "gateway", "--nats", env.URL, "--http-addr", "127.0.0.1:0", "--otel")
 	httpURL := gw.waitLine(t, regexp.MustCompile(`msg="agentbus gateway ready" nats=\S+ http=(\S+)`))[1]
 
-	body := `{"plan":{"steps":[{"id":"a","capability":"echo","input":"x"},` +
-		`{"id":"b","capability":"upper","input":"hello","depends_on":["a"]},{"id":"c","capability":"echo","input":"y","depends_on":["b"]}]}}`
-	resp, err := http.Post(httpURL+"/v1/workflows", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sub gateway.SubmitResponse
-	if resp.StatusCode != http.StatusAccepted || json.NewDecoder(resp.Body).Decode(&sub) != nil {
-		t.Fatalf("submit: %s", resp.Status)
-	}
-	resp.Body.Close()
+	wfID := postWorkflow(t, httpURL, `{"plan":{"steps":[{"id":"a","capability":"echo","input":"x"},`+
+		`{"id":"b","capability":"upper","input":"hello","depends_on":["a"]},{"id":"c","capability":"echo","input":"y","depends_on":["b"]}]}}`)
 	var state struct {
 		Status  string `json:"status"`
 		TraceID string `json:"trace_id"`
 	}
 	eventually(t, 30*time.Second, "the workflow completes", func() bool {
-		r, err := http.Get(httpURL + "/v1/workflows/" + sub.WorkflowID)
+		r, err := http.Get(httpURL + "/v1/workflows/" + wfID)
 		if err != nil {
 			return false
 		}
@@ -269,7 +259,7 @@ func TestTraceAcrossProcesses(t *testing.T) {
 		return json.NewDecoder(r.Body).Decode(&state) == nil && state.Status == "completed"
 	})
 	if len(state.TraceID) != 32 {
-		t.Fatalf("GET /v1/workflows/%s has trace_id %q", sub.WorkflowID, state.TraceID)
+		t.Fatalf("GET /v1/workflows/%s has trace_id %q", wfID, state.TraceID)
 	}
 	want := map[string]int{"POST /v1/workflows": 1, "workflow send": 1, "workflow submit": 1, "workflow plan": 1,
 		"step echo": 2, "step upper": 1, "step queue": 2, "step run": 2, "upper b": 1, "step reply": 3, "workflow completed": 1}

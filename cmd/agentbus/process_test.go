@@ -196,8 +196,14 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 // submitSleep starts a one-step sleep workflow over HTTP.
 func (c *cluster) submitSleep(t *testing.T, ms, redeliveredMS int64) string {
 	t.Helper()
-	body := fmt.Sprintf(`{"plan":{"steps":[{"id":"nap","capability":"sleep","input":{"ms":%d,"redelivered_ms":%d}}]}}`, ms, redeliveredMS)
-	resp, err := http.Post(c.httpURL+"/v1/workflows", "application/json", strings.NewReader(body))
+	return postWorkflow(t, c.httpURL, fmt.Sprintf(`{"plan":{"steps":[{"id":"nap","capability":"sleep","input":{"ms":%d,"redelivered_ms":%d}}]}}`, ms, redeliveredMS))
+}
+
+// postWorkflow submits body to a gateway's POST /v1/workflows and returns
+// the workflow's id.
+func postWorkflow(t *testing.T, httpURL, body string) string {
+	t.Helper()
+	resp, err := http.Post(httpURL+"/v1/workflows", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
