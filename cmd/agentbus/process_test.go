@@ -279,13 +279,13 @@ func soakRounds() int {
 	if os.Getenv("AGENTBUS_SOAK") != "" {
 		return 100
 	}
-	return 10
+	return 5
 }
 
 // TestKilledWorkerStepCompletesElsewhere is the crash-safety test with real
 // processes: kill -9 the worker holding a blocking step; the other worker
 // gets it after AckWait and completes it; the completion is recorded once.
-// AGENTBUS_SOAK=1 raises the rounds from 10 to 100.
+// AGENTBUS_SOAK=1 raises the rounds from 5 to 100.
 func TestKilledWorkerStepCompletesElsewhere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes")
