@@ -274,6 +274,12 @@ func (o *Orchestrator) heal(ctx context.Context, cp *wf.Checkpoint) (bool, error
 	healed := false
 	for _, id := range working(cp) {
 		t := cp.Tasks[id]
+		if due, ok := o.leaseDue(t); ok && due.After(time.Now()) {
+			// A step handed to a worker whose lease, counted from this
+			// orchestrator's start, still runs (lease.go): its worker
+			// may not have found an orchestrator to renew it with yet.
+			continue
+		}
 		v, err := o.examine(ctx, cp, id, t.Attempt)
 		if err != nil {
 			return healed, err
