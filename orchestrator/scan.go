@@ -294,7 +294,7 @@ func (o *Orchestrator) heal(ctx context.Context, cp *wf.Checkpoint) (bool, error
 	if cp.Watch == 0 || o.cfg.StepLease <= 0 {
 		return healed, nil
 	}
-	m, err := wf.WatchTimer(cp, cp.Watch, time.Now().Add(o.cfg.StepLease), time.Now())
+	m, err := wf.WatchTimer(cp, cp.Watch, time.Now().Add(wf.FirstLook(o.cfg.StepLease)), time.Now())
 	if err != nil {
 		return healed, err
 	}
