@@ -40,7 +40,11 @@ type readFunc func(seq, pending uint64, h nats.Header, data []byte) bool
 // last of them.
 func (b *Bus) readEvents(ctx context.Context, subj string, from uint64, fn readFunc) (n int, more uint64, err error) {
 	inbox := b.nc.NewInbox()
-	sub, err := b.nc.SubscribeSync(inbox)
+	// A channel of its own, sized to the answer (readBatch messages and
+	// the status that ends them): SubscribeSync's is nats.go's default
+	// 65,536 slots, half a MiB allocated and cleared for every read.
+	ch := make(chan *nats.Msg, readBatch+8)
+	sub, err := b.nc.ChanSubscribe(inbox, ch)
 	if err != nil {
 		return 0, 0, fmt.Errorf("bus: read %s: %w", subj, err)
 	}
@@ -55,14 +59,22 @@ func (b *Bus) readEvents(ctx context.Context, subj string, from uint64, fn readF
 		return 0, 0, fmt.Errorf("bus: read %s: %w", subj, err)
 	}
 	taking := true
+	wait := time.NewTimer(readWait)
+	defer wait.Stop()
 	for {
-		if err := ctx.Err(); err != nil {
-			return n, more, err
-		}
-		m, err := sub.NextMsg(readWait)
-		if err != nil {
+		var m *nats.Msg
+		select {
+		case m = <-ch:
+		case <-ctx.Done():
+			return n, more, ctx.Err()
+		case <-wait.C:
+			err := nats.ErrTimeout
+			if b.nc.IsClosed() {
+				err = nats.ErrConnectionClosed
+			}
 			return n, more, fmt.Errorf("bus: read %s from %d: %w", subj, from, err)
 		}
+		wait.Reset(readWait)
 		switch status := m.Header.Get("Status"); status {
 		case "":
 		case "204", "404": // end of the batch; none at all

@@ -520,7 +520,10 @@ func (o *Orchestrator) publish(ctx context.Context, cp *workflow.Checkpoint) err
 // in out's order), for the watchdog (lease.go).
 func noteSeqs(cp *workflow.Checkpoint, out []workflow.Outgoing, acks []bus.Published) {
 	for i, m := range out {
-		if _, _, _, err := subjects.ParseQueue(m.Subject); m.Type != events.TypeStepRequested || err == nil {
+		if m.Type != events.TypeStepRequested {
+			continue
+		}
+		if _, _, _, err := subjects.ParseQueue(m.Subject); err == nil {
 			continue // a parked request's sequence is in the queue, not AGENTBUS_STEPS
 		}
 		if t, ok := cp.Tasks[m.StepID]; ok && m.MsgID == events.StepKey(cp.TenantID, cp.WorkflowID, m.StepID, t.Attempt) {

@@ -366,19 +366,19 @@ func (s *fastSchema) object(data []byte, i int) (int, bool) {
 		i = skipWS(data, kEnd)
 		i = skipWS(data, i+1) // ':'
 		for r, name := range s.required {
-			if name == key {
+			if name == string(key) {
 				seen |= 1 << r
 			}
 		}
 		matched := false
-		if sub, has := s.props[key]; has {
+		if sub, has := s.props[string(key)]; has {
 			matched = true
 			if _, ok := sub.value(data, i); !ok {
 				return 0, false
 			}
 		}
 		for _, pp := range s.patProps {
-			if pp.re.MatchString(key) {
+			if pp.re.Match(key) {
 				matched = true
 				if _, ok := pp.s.value(data, i); !ok {
 					return 0, false
@@ -441,7 +441,7 @@ func (s *fastSchema) str(data []byte, i int) (int, bool) {
 	if s.enum != nil {
 		found := false
 		for _, e := range s.enum {
-			if e == v {
+			if e == string(v) {
 				found = true
 				break
 			}
@@ -451,12 +451,12 @@ func (s *fastSchema) str(data []byte, i int) (int, bool) {
 		}
 	}
 	if s.minLen >= 0 || s.maxLen >= 0 {
-		n := utf8.RuneCountInString(v)
+		n := utf8.RuneCount(v)
 		if (s.minLen >= 0 && n < s.minLen) || (s.maxLen >= 0 && n > s.maxLen) {
 			return 0, false
 		}
 	}
-	if s.pattern != nil && !s.pattern.MatchString(v) {
+	if s.pattern != nil && !s.pattern.Match(v) {
 		return 0, false
 	}
 	return end, true
@@ -510,17 +510,19 @@ func scanString(data []byte, i int) (end int, raw bool) {
 	return len(data), raw
 }
 
-// stringValue is the Go string a JSON string literal (quotes included)
-// decodes to, as encoding/json decodes it.
-func stringValue(lit []byte, raw bool) (string, bool) {
+// stringValue is what a JSON string literal (quotes included) decodes
+// to, as encoding/json decodes it: the literal's own bytes, not a copy,
+// when it has no escapes. Callers compare it (string(v) in a comparison
+// or a map index does not allocate) and never keep it.
+func stringValue(lit []byte, raw bool) ([]byte, bool) {
 	if !raw {
-		return string(lit[1 : len(lit)-1]), true
+		return lit[1 : len(lit)-1], true
 	}
 	var s string
 	if err := json.Unmarshal(lit, &s); err != nil {
-		return "", false
+		return nil, false
 	}
-	return s, true
+	return []byte(s), true
 }
 
 // skipValue returns the index just past the (valid) JSON value at data[i].
