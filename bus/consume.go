@@ -202,18 +202,62 @@ func (b *Bus) consume(ctx context.Context, cfg ConsumeConfig, h Handler, ensure 
 		}
 		pullers[i] = p
 	}
+	// A stopping loop withdraws its pull requests before any handler may
+	// hand its message back (ErrHandBack: when the grace ends, or of its
+	// own accord): a message naked while this process still had a request
+	// waiting at the server could be delivered to that request, whose
+	// subscription was going away, and wait out its AckWait instead of
+	// going to another worker at once.
+	var (
+		pmu      sync.Mutex // guards pulls, stopping
+		pulls    int        // requests the loops have outstanding
+		stopping bool
+		noPulls  = make(chan struct{}) // closed once stopping with none outstanding
+	)
+	// handingBack runs before a message is handed back (naked for
+	// immediate redelivery): once ctx has ended, it waits until the
+	// loops' requests are withdrawn.
+	handingBack := func() {
+		if ctx.Err() == nil {
+			return
+		}
+		select {
+		case <-noPulls:
+		case <-time.After(drainWait):
+		}
+	}
+	donePull := func() {
+		pmu.Lock()
+		if pulls--; pulls == 0 && stopping {
+			close(noPulls)
+		}
+		pmu.Unlock()
+	}
 	for _, p := range pullers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer p.Close()
-			for ctx.Err() == nil {
+			for {
+				pmu.Lock()
+				if stopping || ctx.Err() != nil {
+					pmu.Unlock()
+					return
+				}
+				pulls++
+				pmu.Unlock()
 				mu.Lock()
 				seen := made
 				mu.Unlock()
 				m, err := p.Next(ctx)
+				if err != nil && ctx.Err() != nil {
+					p.Close() // the server may still hold the request
+					donePull()
+					return
+				}
+				donePull()
 				if err != nil {
-					if ctx.Err() != nil || errors.Is(err, nats.ErrTimeout) {
+					if errors.Is(err, nats.ErrTimeout) {
 						continue
 					}
 					b.log.Debug("fetch", "consumer", cfg.Durable, "err", err)
@@ -236,11 +280,17 @@ func (b *Bus) consume(ctx context.Context, cfg ConsumeConfig, h Handler, ensure 
 					}
 					continue
 				}
-				b.handle(hctx, cfg, h, m)
+				b.handle(hctx, cfg, h, m, handingBack)
 			}
 		}()
 	}
 	<-ctx.Done()
+	pmu.Lock()
+	stopping = true
+	if pulls == 0 {
+		close(noPulls)
+	}
+	pmu.Unlock()
 	waitGrace(&wg, cfg.ShutdownGrace, hcancel)
 	return nil
 }
@@ -300,7 +350,9 @@ func (b *Bus) ensureConsumer(ctx context.Context, cfg ConsumeConfig) (jetstream.
 	return cons, nil
 }
 
-func (b *Bus) handle(ctx context.Context, cfg ConsumeConfig, h Handler, m Pulled) {
+// handle runs h for m and answers m by h's error; handingBack runs
+// before m is handed back (ErrHandBack).
+func (b *Bus) handle(ctx context.Context, cfg ConsumeConfig, h Handler, m Pulled, handingBack func()) {
 	env, err := events.Decode(m.Headers(), m.Data())
 	if err != nil {
 		b.log.Warn("malformed message terminated", "subject", m.Subject(), "consumer", cfg.Durable, "err", err)
@@ -325,6 +377,7 @@ func (b *Bus) handle(ctx context.Context, cfg ConsumeConfig, h Handler, m Pulled
 			b.log.Warn("ack failed", "subject", m.Subject(), "err", err)
 		}
 	case errors.Is(err, ErrHandBack):
+		handingBack()
 		b.log.Info("message handed back", "subject", m.Subject(), "delivered", d.Delivered)
 		_ = m.Nak()
 	case errors.Is(err, ErrPoison):

@@ -253,3 +253,51 @@ func TestConsumeNoHandlerAfterReturn(t *testing.T) {
 		cancel2()
 	}
 }
+
+// TestConsumeStoppingHandsBackToOthers: a loop that stops while a handler
+// runs, and the handler gives its message up at once, hands the message
+// back only after withdrawing its idle loops' pull requests. The message
+// then goes to the next loop at once, as delivery 2, rather than to a
+// request of the stopping one (whose subscription is going away) to
+// wait out its AckWait there.
+func TestConsumeStoppingHandsBackToOthers(t *testing.T) {
+	t.Parallel()
+	env := bustest.New(t)
+	cfg := stepsConfig(t, "echo")
+	cfg.Concurrency = 32 // 31 idle loops, each with a request at the server
+	cfg.AckWait = time.Minute
+	for round := range 3 {
+		ctx, cancel := context.WithCancel(testCtx(t))
+		started := make(chan struct{}, 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- env.Bus.Consume(ctx, cfg, func(context.Context, *bus.Delivery) error {
+				started <- struct{}{}
+				<-ctx.Done() // the loop stops: give the message up now
+				return fmt.Errorf("stopping: %w", bus.ErrHandBack)
+			})
+		}()
+		id := publishStep(t, env.Bus, "echo", round+1)
+		recv(t, started, "the first loop's handler")
+		cancel()
+		if err := recv(t, done, "Consume's return"); err != nil {
+			t.Fatal(err)
+		}
+		seen := newDeliveries()
+		stop := runConsume(t, env.Bus, cfg, func(_ context.Context, d *bus.Delivery) error {
+			seen.add(d)
+			return nil
+		})
+		select {
+		case d := <-seen.ch:
+			if d.Envelope.ID != id || d.Delivered != 2 {
+				t.Fatalf("round %d: the next loop got %s delivery %d, want %s delivery 2", round, d.Envelope.ID, d.Delivered, id)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the handed-back message did not reach the next loop in 10 s (AckWait %s)", round, cfg.AckWait)
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
