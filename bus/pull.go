@@ -128,8 +128,36 @@ func isStatus(m *nats.Msg) bool {
 	return len(m.Data) == 0 && m.Header != nil && m.Header.Get("Status") != ""
 }
 
-// Close gives the Puller's subscription up.
-func (p *Puller) Close() { _ = p.sub.Unsubscribe() }
+// Close gives the Puller's subscription up, and hands back (naks) any
+// message that came for a request it no longer waits for. It drains the
+// subscription rather than dropping it: the server may have sent a
+// message for a request of this Puller before it read the unsubscribe,
+// and a message that found the subscription gone would be taken for
+// delivered and wait out its AckWait. Draining keeps the subscription
+// until a round trip shows the server has read the unsubscribe (at most
+// drainWait), so every such message is here to hand back.
+func (p *Puller) Close() {
+	closed := p.sub.StatusChanged(nats.SubscriptionClosed)
+	if err := p.sub.Drain(); err == nil {
+		select {
+		case <-closed:
+		case <-time.After(drainWait):
+			_ = p.sub.Unsubscribe()
+		}
+	} else {
+		_ = p.sub.Unsubscribe()
+	}
+	for {
+		select {
+		case m := <-p.msgs:
+			if !isStatus(m) {
+				_ = pulledMsg{m}.Nak()
+			}
+		default:
+			return
+		}
+	}
+}
 
 // Next asks for one message and waits for it, or for ctx to end.
 // nats.ErrTimeout means the request expired with nothing to deliver,
