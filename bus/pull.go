@@ -90,14 +90,14 @@ func (p *Puller) subscribe() error {
 	return nil
 }
 
-// renew replaces the subscription a request was given up on, so that the
+// renew replaces the subscription a request was given up on (withdraw), so that the
 // server, if it still holds that request, finds no one to deliver to and
 // keeps its message for another pull: a message taken while this Puller's
 // loop runs a handler would wait out its AckWait and run twice. A message
 // that came for it in the meantime is returned, to run now; a second one
 // (never: a request is for one) would be naked.
 func (p *Puller) renew() (Pulled, error) {
-	_ = p.sub.Unsubscribe()
+	p.withdraw()
 	var got Pulled
 	for drained := false; !drained; {
 		select {
@@ -128,15 +128,14 @@ func isStatus(m *nats.Msg) bool {
 	return len(m.Data) == 0 && m.Header != nil && m.Header.Get("Status") != ""
 }
 
-// Close gives the Puller's subscription up, and hands back (naks) any
-// message that came for a request it no longer waits for. It drains the
-// subscription rather than dropping it: the server may have sent a
-// message for a request of this Puller before it read the unsubscribe,
-// and a message that found the subscription gone would be taken for
-// delivered and wait out its AckWait. Draining keeps the subscription
-// until a round trip shows the server has read the unsubscribe (at most
-// drainWait), so every such message is here to hand back.
-func (p *Puller) Close() {
+// withdraw gives the Puller's subscription up, draining it rather than
+// dropping it: the server may have sent a message for a request of this
+// Puller before it read the unsubscribe, and a message that found the
+// subscription gone would be taken for delivered and wait out its
+// AckWait. Draining keeps the subscription until a round trip shows the
+// server has read the unsubscribe (at most drainWait), so every such
+// message is in p.msgs when withdraw returns, and no more will come.
+func (p *Puller) withdraw() {
 	closed := p.sub.StatusChanged(nats.SubscriptionClosed)
 	if err := p.sub.Drain(); err == nil {
 		select {
@@ -147,6 +146,12 @@ func (p *Puller) Close() {
 	} else {
 		_ = p.sub.Unsubscribe()
 	}
+}
+
+// Close gives the Puller's subscription up (withdraw), and hands back
+// (naks) any message that came for a request it no longer waits for.
+func (p *Puller) Close() {
+	p.withdraw()
 	for {
 		select {
 		case m := <-p.msgs:
