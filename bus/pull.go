@@ -40,6 +40,7 @@ type Puller struct {
 	// abandoned: the last request was given up on (its heartbeats stopped,
 	// or its caller's context ended) while the server may still hold it.
 	abandoned bool
+	closed    bool // Close ran: a second does nothing
 }
 
 // Pull request settings: as nats.go's Next (a request expires after 30 s
@@ -150,7 +151,12 @@ func (p *Puller) withdraw() {
 
 // Close gives the Puller's subscription up (withdraw), and hands back
 // (naks) any message that came for a request it no longer waits for.
+// Closing again does nothing.
 func (p *Puller) Close() {
+	if p.closed {
+		return
+	}
+	p.closed = true
 	p.withdraw()
 	for {
 		select {
