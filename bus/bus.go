@@ -68,6 +68,9 @@ type Bus struct {
 	reconnects *atomic.Uint64
 	// dropLive, set by tests only, loses live events it returns true for.
 	dropLive func(seq uint64) bool
+	// beforeWatch, set by tests only, runs when a live follower has read
+	// what was stored and is about to start its watch.
+	beforeWatch func()
 }
 
 // ErrUnreachable is matched by Connect's error when no NATS server

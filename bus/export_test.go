@@ -28,3 +28,7 @@ func (b *Bus) FollowWithConsumer(ctx context.Context, tenant, workflow string, a
 // DropLive makes b's live followers drop, unread, every live event for
 // which drop returns true, as a reconnect or a slow reader would.
 func (b *Bus) DropLive(drop func(seq uint64) bool) { b.dropLive = drop }
+
+// BeforeWatch makes b's live followers run fn once they have read what
+// was stored, before they start watching for what they miss.
+func (b *Bus) BeforeWatch(fn func()) { b.beforeWatch = fn }

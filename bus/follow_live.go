@@ -79,6 +79,10 @@ func (b *Bus) followLive(ctx context.Context, tenant, workflow, subj string, aft
 	}
 	f := &liveFollower{b: b, ctx: ctx, subj: subj, fn: fn, ended: make(chan error, 1)}
 	f.cursor.Store(after)
+	// Counted before the subscription: a reconnect from here on, even one
+	// before watch starts (the catch-up below can take a while), is one
+	// watch sees.
+	reconnects := b.reconnects.Load()
 	// Nothing is delivered until what was stored before the subscription
 	// is: the subscription's callback waits for mu.
 	f.mu.Lock()
@@ -105,10 +109,13 @@ func (b *Bus) followLive(ctx context.Context, tenant, workflow, subj string, aft
 	}
 	f.mu.Unlock()
 
+	if b.beforeWatch != nil {
+		b.beforeWatch()
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	closed := make(chan struct{})
-	go f.watch(wctx, sub, closed)
+	go f.watch(wctx, sub, reconnects, closed)
 	var end error
 	select {
 	case end = <-f.ended:
@@ -247,15 +254,15 @@ func (f *liveFollower) deliver(seq, pending uint64, h nats.Header, data []byte) 
 // when the follower has been idle for followStallIdle while the stream's
 // leader holds a newer event of the workflow — its last event lost in a
 // reconnect, or a leader that stored it and died before republishing.
+// reconnects is the connection's reconnect count when sub was made.
 // It closes closed, and returns, once the bus's connection is closed.
-func (f *liveFollower) watch(ctx context.Context, sub *nats.Subscription, closed chan<- struct{}) {
+func (f *liveFollower) watch(ctx context.Context, sub *nats.Subscription, reconnects uint64, closed chan<- struct{}) {
 	t := time.NewTicker(followStallTick)
 	defer t.Stop()
 	seen := f.cursor.Load()
 	moved := time.Now()
 	var asked time.Time
 	var dropped int
-	reconnects := f.b.reconnects.Load()
 	for {
 		select {
 		case <-ctx.Done():

@@ -237,6 +237,42 @@ func TestProvisionAddsTheRepublish(t *testing.T) {
 	expectMessages(t, got, 2, 2, "after the republish was added")
 }
 
+// A reconnect between a follower's first read and the start of its watch
+// (a loaded machine can take that long) is one it reads after too: the
+// last event, lost on the live subject, comes without the idle check.
+func TestFollowLiveSeesAReconnectBeforeItsWatch(t *testing.T) {
+	env := bustest.New(t)
+	follower := bustest.Connect(t, env)
+	var lost atomic.Uint64
+	follower.DropLive(func(seq uint64) bool { return seq == lost.Load() })
+	var start time.Time
+	follower.BeforeWatch(func() {
+		lost.Store(publishEvent(t, env.Bus, "w0", 0) + 1)
+		publishEvent(t, env.Bus, "w1", 2)
+		start = time.Now()
+		if err := follower.Conn().ForceReconnect(); err != nil {
+			t.Error(err)
+			return
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for follower.Conn().Stats().Reconnects == 0 || !follower.Conn().IsConnected() {
+			if time.Now().After(deadline) {
+				t.Error("no reconnect in 5s")
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	publishEvent(t, env.Bus, "w1", 1)
+	got := followInto(t, follower, "w1", 0, nil)
+	expectMessages(t, got, 1, 1, "stored before")
+	expectMessages(t, got, 2, 2, "missed, then a reconnect before the watch")
+	// The idle check alone would take 3 s idle and a 2 s check.
+	if took := time.Since(start); took > 2500*time.Millisecond {
+		t.Errorf("the event missed came %s after the reconnect, want within 2.5s", took)
+	}
+}
+
 // eventMsg is e as the bus publishes it on subj.
 func eventMsg(subj string, e events.Envelope) (*nats.Msg, error) {
 	enc, err := events.Encode(e)
