@@ -26,7 +26,7 @@ func goDocs(t *testing.T) *embedded.Index {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ix.Close() })
-	in, err := ingest.New(ingest.Config{Backend: ix, Tenant: "default"})
+	in, err := ingest.New(ingest.Config{Backend: ix, Tenant: "default", BatchSize: gocorpus.IndexBatch})
 	if err != nil {
 		t.Fatal(err)
 	}

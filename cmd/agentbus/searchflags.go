@@ -179,7 +179,7 @@ func indexSampleCorpus(ctx context.Context, b retrieval.Backend, tenant, dir str
 		why = "the last indexing of the sample corpus did not finish"
 	}
 	log.Info(why+": indexing the shipped corpus ("+corpus.DocumentsName+", Go standard library documentation) for tenant "+tenant, "backend", b.Name())
-	in, err := ingest.New(ingest.Config{Backend: b, Tenant: tenant})
+	in, err := ingest.New(ingest.Config{Backend: b, Tenant: tenant, BatchSize: corpus.IndexBatch})
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func shippedIndex(t *testing.T, e ...embedded.Config) *embedded.Index {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ix.Close() })
-	in, err := ingest.New(ingest.Config{Backend: ix, Tenant: "default"})
+	in, err := ingest.New(ingest.Config{Backend: ix, Tenant: "default", BatchSize: corpus.IndexBatch})
 	if err != nil {
 		t.Fatal(err)
 	}
