@@ -23,12 +23,16 @@ func TestServeClusterSharesABusyCapability(t *testing.T) {
 		t.Skip("real processes")
 	}
 	const noisy, quiet = 600, 8
-	// 8 slots a worker, 24 in all: noisy's 150 ms steps are posted faster
-	// than 24 slots drain them, so quiet's arrive behind a real backlog.
-	// With the default 32 slots (96 in all) most of the backlog drained
-	// while it was posted, fewer waited than there were slots, and the
-	// test checked nothing (it failed once that way, by one workflow).
+	// 8 slots a worker, 24 in all: noisy's 300 ms steps are posted faster
+	// than 24 slots drain them (80 a second), so quiet's arrive behind a
+	// real backlog. With the default 32 slots (96 in all) most of the
+	// backlog drained while it was posted, fewer waited than there were
+	// slots, and the test checked nothing (it failed once that way, by one
+	// workflow); with 150 ms steps a fresh clone's make test, whose
+	// posting under -race beside another package ran at about 170 a
+	// second, left only 12 waiting.
 	const slots = 8
+	const napMS = 300
 	const total = 3 * slots
 	c := startServeCluster(t, "--concurrency", fmt.Sprint(slots))
 	nc, err := nats.Connect(c.nodes[0].natsURL)
@@ -59,7 +63,7 @@ func TestServeClusterSharesABusyCapability(t *testing.T) {
 	}
 	count := func(tenant string) int { mu.Lock(); defer mu.Unlock(); return done[tenant] }
 	post := func(tenant, id string, node int) {
-		body := fmt.Sprintf(`{"workflow_id":%q,"plan":{"steps":[{"id":"nap","capability":"sleep","input":{"ms":150}}]}}`, id)
+		body := fmt.Sprintf(`{"workflow_id":%q,"plan":{"steps":[{"id":"nap","capability":"sleep","input":{"ms":%d}}]}}`, id, napMS)
 		for attempt := 0; ; attempt++ {
 			req, _ := http.NewRequest(http.MethodPost, c.nodes[(node+attempt)%3].httpURL+"/v1/workflows", strings.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
