@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -47,7 +49,24 @@ type fastSchema struct {
 	pattern              *regexp.Regexp
 	items                *fastSchema
 	hasItems             bool
+	unique               bool // uniqueItems: the fast path checks arrays of strings only
+	// maxProps is maxProperties (-1: none; no minProperties: a duplicate
+	// key counts twice here, once for the general validator).
+	maxProps int
+	// depReq and depSchemas are dependentRequired and dependentSchemas:
+	// when the object has the key, it has those too, or matches that.
+	depReq     map[string][]string
+	depSchemas map[string]*fastSchema
+	// anyOf's alternatives (nil: no anyOf) and a $ref's schema, which
+	// apply beside the keywords above, whatever the value's type.
+	anyOf  []*fastSchema
+	ref    *fastSchema
+	hasRef bool
 }
+
+// refFunc compiles the fast schema a "$ref" names; ok is false when it
+// cannot (not a schema beside this one, outside the subset, a cycle).
+type refFunc func(ref string) (fs *fastSchema, ok bool)
 
 type patProp struct {
 	re *regexp.Regexp
@@ -63,8 +82,12 @@ type bound struct {
 }
 
 // compileFast compiles a schema document (JSON) to the fast subset; ok is
-// false when it uses anything outside it.
-func compileFast(doc []byte) (fs *fastSchema, ok bool) {
+// false when it uses anything outside it. A "$ref" is outside it.
+func compileFast(doc []byte) (fs *fastSchema, ok bool) { return compileFastRefs(doc, nil) }
+
+// compileFastRefs is compileFast with the "$ref"s resolve compiles
+// (nil: none).
+func compileFastRefs(doc []byte, resolve refFunc) (fs *fastSchema, ok bool) {
 	d := json.NewDecoder(bytes.NewReader(doc))
 	d.UseNumber()
 	var v any
@@ -76,10 +99,10 @@ func compileFast(doc []byte) (fs *fastSchema, ok bool) {
 			return nil, false
 		}
 	}
-	return compileNode(v, true)
+	return compileNode(v, true, resolve)
 }
 
-func compileNode(v any, root bool) (*fastSchema, bool) {
+func compileNode(v any, root bool, resolve refFunc) (*fastSchema, bool) {
 	switch v := v.(type) {
 	case bool:
 		if v {
@@ -87,9 +110,9 @@ func compileNode(v any, root bool) (*fastSchema, bool) {
 		}
 		return &fastSchema{never: true}, true
 	case map[string]any:
-		s := &fastSchema{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1}
+		s := &fastSchema{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1, maxProps: -1}
 		for k, kv := range v {
-			if !s.compileKeyword(k, kv, root) {
+			if !s.compileKeyword(k, kv, root, resolve) {
 				return nil, false
 			}
 		}
@@ -103,7 +126,7 @@ func compileNode(v any, root bool) (*fastSchema, bool) {
 
 // compileKeyword adds one keyword to s; false if the fast path does not
 // know it (or its value has a shape it does not handle).
-func (s *fastSchema) compileKeyword(k string, v any, root bool) bool {
+func (s *fastSchema) compileKeyword(k string, v any, root bool, resolve refFunc) bool {
 	var ok bool
 	switch k {
 	case "$schema", "$id":
@@ -137,7 +160,7 @@ func (s *fastSchema) compileKeyword(k string, v any, root bool) bool {
 		}
 		s.props = make(map[string]*fastSchema, len(m))
 		for name, sub := range m {
-			if s.props[name], ok = compileNode(sub, false); !ok {
+			if s.props[name], ok = compileNode(sub, false, resolve); !ok {
 				return false
 			}
 		}
@@ -152,7 +175,7 @@ func (s *fastSchema) compileKeyword(k string, v any, root bool) bool {
 			if err != nil {
 				return false
 			}
-			c, ok := compileNode(sub, false)
+			c, ok := compileNode(sub, false, resolve)
 			if !ok {
 				return false
 			}
@@ -160,7 +183,7 @@ func (s *fastSchema) compileKeyword(k string, v any, root bool) bool {
 		}
 		return true
 	case "additionalProperties":
-		if s.addl, ok = compileNode(v, false); !ok {
+		if s.addl, ok = compileNode(v, false, resolve); !ok {
 			return false
 		}
 		s.noAddl = s.addl != nil && s.addl.never
@@ -199,7 +222,7 @@ func (s *fastSchema) compileKeyword(k string, v any, root bool) bool {
 			s.xmax = b
 		}
 		return true
-	case "minLength", "maxLength", "minItems", "maxItems":
+	case "minLength", "maxLength", "minItems", "maxItems", "maxProperties":
 		n, isNum := v.(json.Number)
 		if !isNum {
 			return false
@@ -215,8 +238,42 @@ func (s *fastSchema) compileKeyword(k string, v any, root bool) bool {
 			s.maxLen = i
 		case "minItems":
 			s.minItems = i
-		default:
+		case "maxItems":
 			s.maxItems = i
+		default:
+			s.maxProps = i
+		}
+		return true
+	case "dependentRequired":
+		m, isMap := v.(map[string]any)
+		if !isMap {
+			return false
+		}
+		s.depReq = make(map[string][]string, len(m))
+		for name, req := range m {
+			arr, isArr := req.([]any)
+			if !isArr {
+				return false
+			}
+			for _, r := range arr {
+				rn, isStr := r.(string)
+				if !isStr {
+					return false
+				}
+				s.depReq[name] = append(s.depReq[name], rn)
+			}
+		}
+		return true
+	case "dependentSchemas":
+		m, isMap := v.(map[string]any)
+		if !isMap {
+			return false
+		}
+		s.depSchemas = make(map[string]*fastSchema, len(m))
+		for name, sub := range m {
+			if s.depSchemas[name], ok = compileNode(sub, false, resolve); !ok {
+				return false
+			}
 		}
 		return true
 	case "pattern":
@@ -230,8 +287,32 @@ func (s *fastSchema) compileKeyword(k string, v any, root bool) bool {
 		}
 		s.pattern = re
 		return true
+	case "uniqueItems":
+		s.unique, ok = v.(bool)
+		return ok
+	case "anyOf":
+		arr, isArr := v.([]any)
+		if !isArr || len(arr) == 0 {
+			return false
+		}
+		for _, alt := range arr {
+			a, ok := compileNode(alt, false, resolve)
+			if !ok {
+				return false
+			}
+			s.anyOf = append(s.anyOf, a)
+		}
+		return true
+	case "$ref":
+		ref, isStr := v.(string)
+		if !isStr || resolve == nil {
+			return false
+		}
+		s.ref, ok = resolve(ref)
+		s.hasRef = ok
+		return ok
 	case "items":
-		if s.items, ok = compileNode(v, false); !ok {
+		if s.items, ok = compileNode(v, false, resolve); !ok {
 			return false
 		}
 		s.hasItems = true
@@ -315,6 +396,29 @@ func (s *fastSchema) value(data []byte, i int) (int, bool) {
 	if s.never {
 		return 0, false
 	}
+	end, ok := s.own(data, i)
+	if !ok {
+		return 0, false
+	}
+	if s.hasRef {
+		if _, ok := s.ref.value(data, i); !ok {
+			return 0, false
+		}
+	}
+	if s.anyOf != nil {
+		for _, a := range s.anyOf {
+			if _, ok := a.value(data, i); ok {
+				return end, true
+			}
+		}
+		return 0, false
+	}
+	return end, true
+}
+
+// own checks the value starting at data[i] against s's keywords but
+// anyOf and $ref.
+func (s *fastSchema) own(data []byte, i int) (int, bool) {
 	switch data[i] {
 	case '{':
 		if !s.typeIs("object") {
@@ -353,6 +457,10 @@ func (s *fastSchema) object(data []byte, i int) (int, bool) {
 	if len(s.required) > 64 {
 		return 0, false
 	}
+	start, n := i, 0
+	deps := len(s.depReq) > 0 || len(s.depSchemas) > 0
+	var kbuf [16][]byte
+	keys := kbuf[:0] // with dependencies, the keys found
 	i = skipWS(data, i+1)
 	if data[i] == '}' {
 		return i + 1, len(s.required) == 0
@@ -362,6 +470,10 @@ func (s *fastSchema) object(data []byte, i int) (int, bool) {
 		key, ok := stringValue(data[i:kEnd], raw)
 		if !ok {
 			return 0, false
+		}
+		n++
+		if deps {
+			keys = append(keys, key)
 		}
 		i = skipWS(data, kEnd)
 		i = skipWS(data, i+1) // ':'
@@ -397,6 +509,28 @@ func (s *fastSchema) object(data []byte, i int) (int, bool) {
 		}
 		i = skipWS(data, i+1) // ','
 	}
+	if s.maxProps >= 0 && n > s.maxProps {
+		return 0, false
+	}
+	has := func(name string) bool {
+		return slices.ContainsFunc(keys, func(k []byte) bool { return string(k) == name })
+	}
+	for name, req := range s.depReq {
+		if has(name) {
+			for _, r := range req {
+				if !has(r) {
+					return 0, false
+				}
+			}
+		}
+	}
+	for name, sub := range s.depSchemas {
+		if has(name) {
+			if _, ok := sub.value(data, start); !ok {
+				return 0, false
+			}
+		}
+	}
 	return i, seen == 1<<len(s.required)-1
 }
 
@@ -405,6 +539,8 @@ func (s *fastSchema) array(data []byte, i int) (int, bool) {
 		return 0, false
 	}
 	n := 0
+	var buf [16][]byte
+	seen := buf[:0] // with uniqueItems, the strings so far
 	i = skipWS(data, i+1)
 	if data[i] == ']' {
 		i++
@@ -414,6 +550,22 @@ func (s *fastSchema) array(data []byte, i int) (int, bool) {
 			end, ok := s.items.value(data, i)
 			if !ok {
 				return 0, false
+			}
+			if s.unique {
+				if data[i] != '"' {
+					return 0, false // other values compare by the general validator's rules
+				}
+				_, raw := scanString(data, i)
+				v, ok := stringValue(data[i:end], raw)
+				if !ok {
+					return 0, false
+				}
+				for _, p := range seen {
+					if bytes.Equal(p, v) {
+						return 0, false
+					}
+				}
+				seen = append(seen, v)
 			}
 			i = skipWS(data, end)
 			if data[i] == ']' {
@@ -577,4 +729,43 @@ func (s *fastSchema) String() string {
 		return "true"
 	}
 	return fmt.Sprintf("fast{type %q, %d properties, required %v}", s.typ, len(s.props), s.required)
+}
+
+// fastSchemas compiles the fast path of every schema in docs (by file
+// name) that has one, keyed by name without ".json". A "$ref" may name
+// another file of docs: they all share one base URI, so "plan.json" is
+// that file; anything else, or a cycle, leaves the schema without a fast
+// path.
+func fastSchemas(docs map[string][]byte) map[string]*fastSchema {
+	type result struct {
+		fs *fastSchema
+		ok bool
+	}
+	done := map[string]result{}
+	compiling := map[string]bool{}
+	var compile func(file string) (*fastSchema, bool)
+	compile = func(file string) (*fastSchema, bool) {
+		if r, has := done[file]; has {
+			return r.fs, r.ok
+		}
+		doc, has := docs[file]
+		if !has || compiling[file] {
+			return nil, false
+		}
+		compiling[file] = true
+		fs, ok := compileFastRefs(doc, compile)
+		delete(compiling, file)
+		done[file] = result{fs, ok}
+		return fs, ok
+	}
+	out := map[string]*fastSchema{}
+	for file := range docs {
+		if !strings.HasSuffix(file, ".json") {
+			continue
+		}
+		if fs, ok := compile(file); ok {
+			out[strings.TrimSuffix(file, ".json")] = fs
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,8 +15,11 @@ import (
 // The schemas of the events a gateway decodes for every subscriber: each
 // must have a fast path, or replays fall back to the slow validator
 // without anyone noticing.
+// So must a workflow's submission, which its orchestrator decodes as it
+// starts it (the general validator took about 90 µs of a one-step
+// workflow's CPU), and the plan it refers to.
 var fastRequired = []string{"progress", "status", "artifact", "complete", "error", "cancelled", "deadline",
-	"step.requested", "step.completed", "step.failed"}
+	"step.requested", "step.completed", "step.failed", "workflow.submitted", "plan"}
 
 func TestFastPathCoversClientEvents(t *testing.T) {
 	load()
@@ -130,6 +134,39 @@ var fastEdges = []struct{ schema, doc string }{
 	{"complete", `{"result":"done","outputs":{},"usage":{"models":{"m":-2}}}`},
 	{"complete", `{"result":"done","outputs":{},"usage":{"other":1}}`},
 	{"complete", `{"result":"done","outputs":{},"steps":{"A":{"run_ms":1.5}}}`},
+	// anyOf of required alternatives, $ref to plan.json, uniqueItems,
+	// maxProperties, dependentRequired, dependentSchemas.
+	{"workflow.submitted", `{}`},
+	{"workflow.submitted", `{"metadata":{"a":"b"}}`},
+	{"workflow.submitted", `{"query":"q","plan":{"steps":[]}}`},
+	{"workflow.submitted", `{"fork":{"workflow_id":"w","revision":1}}`},
+	{"workflow.submitted", `{"plan":{"steps":[{"id":"a","capability":"echo"},{"id":"b","capability":"echo","depends_on":["a"]}]}}`},
+	{"workflow.submitted", `{"plan":{"steps":[{"id":"a","capability":"echo"},{"id":"b","capability":"echo","depends_on":["a","a"]}]}}`},
+	{"workflow.submitted", `{"plan":{"steps":[{"id":"a","capability":"echo"},{"id":"b","capability":"echo","depends_on":["a","\u0061"]}]}}`},
+	{"workflow.submitted", `{"plan":{"steps":[{"id":"a","capability":"echo"},{"id":"b","capability":"echo","depends_on":["a","b","c"]}]}}`},
+	{"workflow.submitted", `{"plan":{"steps":[{"id":"a","capability":"Echo"}]}}`},
+	{"workflow.submitted", `{"plan":{"steps":[{"id":"a"}]}}`},
+	{"workflow.submitted", `{"plan":"x"}`},
+	{"workflow.submitted", `{"query":"q","double_text":"enqueue"}`},
+	{"workflow.submitted", `{"query":"q","double_text":"enqueue","session_id":"s"}`},
+	{"workflow.submitted", `{"query":"q","double_text":"enqueue","session_id":"s","concurrency":{"key":"k"}}`},
+	{"workflow.submitted", `{"query":"q","session_id":"s","concurrency":{"key":"k"}}`},
+	{"workflow.submitted", `{"query":"q","double_text":"enqueue","double_text":"reject","session_id":"s"}`},
+	{"workflow.submitted", `{"query":"q","metadata":{` + manyProps(64) + `}}`},
+	{"workflow.submitted", `{"query":"q","metadata":{` + manyProps(65) + `}}`},
+	{"workflow.submitted", `{"query":"q","metadata":{` + manyProps(64) + `,"k0":"again"}}`},
+}
+
+// manyProps is n string properties, "k0":"v" … .
+func manyProps(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":"v"`, i)
+	}
+	return b.String()
 }
 
 func TestFastEdges(t *testing.T) {
@@ -182,6 +219,64 @@ func BenchmarkValidateProgress(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if err := slow("progress", doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// The keywords a submission needs beyond the event schemas' (anyOf,
+// $ref, uniqueItems, maxProperties, dependentRequired,
+// dependentSchemas): the fast path accepts the valid documents, declines
+// the others, and the general validator agrees on each.
+func TestFastSubmissionKeywords(t *testing.T) {
+	load()
+	for _, c := range []struct {
+		doc   string
+		valid bool
+	}{
+		{`{"plan":{"steps":[{"id":"a","capability":"echo"},{"id":"b","capability":"echo","depends_on":["a"]}]}}`, true},
+		{`{"query":"q","plan":{"steps":[{"id":"a","capability":"echo"}]}}`, true},
+		{`{"query":"q","plan":{"steps":[]}}`, false}, // plan.json: minItems
+		{`{"fork":{"workflow_id":"w","revision":1}}`, true},
+		{`{"query":"q","double_text":"enqueue","session_id":"s"}`, true},
+		{`{"query":"q","session_id":"s","concurrency":{"key":"k"}}`, true},
+		{`{"query":"q","metadata":{` + manyProps(64) + `}}`, true},
+		{`{}`, false},                     // anyOf: none of query, plan, fork
+		{`{"metadata":{"a":"b"}}`, false}, // the same
+		{`{"plan":{"steps":[{"id":"a","capability":"echo"},{"id":"b","capability":"echo","depends_on":["a","a"]}]}}`, false},
+		{`{"plan":{"steps":[{"id":"a","capability":"echo"},{"id":"b","capability":"echo","depends_on":["a","\u0061"]}]}}`, false},
+		{`{"plan":{"steps":[{"id":"a"}]}}`, false}, // plan.json: capability required
+		{`{"plan":"x"}`, false},
+		{`{"query":"q","double_text":"enqueue"}`, false}, // dependentRequired: session_id
+		{`{"query":"q","double_text":"enqueue","session_id":"s","concurrency":{"key":"k"}}`, false}, // dependentSchemas
+		{`{"query":"q","metadata":{` + manyProps(65) + `}}`, false},                                 // maxProperties
+	} {
+		fastOK := agree(t, "workflow.submitted", []byte(c.doc))
+		if c.valid != (slow("workflow.submitted", []byte(c.doc)) == nil) {
+			t.Errorf("%s: the validator says valid %v, the test %v", c.doc, !c.valid, c.valid)
+		}
+		if fastOK != c.valid {
+			t.Errorf("%s: the fast path accepts %v, want %v", c.doc, fastOK, c.valid)
+		}
+	}
+}
+
+func BenchmarkValidateSubmission(b *testing.B) {
+	load()
+	doc := []byte(`{"query":"q","plan":{"steps":[{"id":"A","capability":"echo","input":{"x":"a"}},{"id":"B","capability":"echo","depends_on":["A"]}]},"metadata":{"batch":"b7"},"user":"u1","role":"client"}`)
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := Validate("workflow.submitted", doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("general", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := slow("workflow.submitted", doc); err != nil {
 				b.Fatal(err)
 			}
 		}

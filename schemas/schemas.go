@@ -123,12 +123,13 @@ func load() {
 			return
 		}
 		var names []string
-		fast = map[string]*fastSchema{}
+		docs := map[string][]byte{}
 		for _, e := range entries {
-			b, _ := files.ReadFile(e.Name())
-			if f, ok := compileFast(b); ok {
-				fast[strings.TrimSuffix(e.Name(), ".json")] = f
-			}
+			docs[e.Name()], _ = files.ReadFile(e.Name())
+		}
+		fast = fastSchemas(docs)
+		for _, e := range entries {
+			b := docs[e.Name()]
 			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 			if err != nil {
 				loadErr = fmt.Errorf("schemas: %s: %w", e.Name(), err)
