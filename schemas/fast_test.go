@@ -264,21 +264,29 @@ func TestFastSubmissionKeywords(t *testing.T) {
 
 func BenchmarkValidateSubmission(b *testing.B) {
 	load()
-	doc := []byte(`{"query":"q","plan":{"steps":[{"id":"A","capability":"echo","input":{"x":"a"}},{"id":"B","capability":"echo","depends_on":["A"]}]},"metadata":{"batch":"b7"},"user":"u1","role":"client"}`)
-	b.Run("fast", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := Validate("workflow.submitted", doc); err != nil {
-				b.Fatal(err)
+	// What an orchestrator decodes as it starts a workflow
+	// (workflow.submitted), and what the gateway checks a POST
+	// /v1/workflows body against (workflow.request).
+	for _, c := range []struct{ schema, doc string }{
+		{"workflow.submitted", `{"query":"q","plan":{"steps":[{"id":"A","capability":"echo","input":{"x":"a"}},{"id":"B","capability":"echo","depends_on":["A"]}]},"metadata":{"batch":"b7"},"user":"u1","role":"client"}`},
+		{"workflow.request", `{"workflow_id":"w1","query":"q","plan":{"steps":[{"id":"A","capability":"echo","input":{"x":"a"}},{"id":"B","capability":"echo","depends_on":["A"]}]},"metadata":{"batch":"b7"}}`},
+	} {
+		doc := []byte(c.doc)
+		b.Run(c.schema+"/fast", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := Validate(c.schema, doc); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("general", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := slow("workflow.submitted", doc); err != nil {
-				b.Fatal(err)
+		})
+		b.Run(c.schema+"/general", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := slow(c.schema, doc); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
