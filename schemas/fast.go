@@ -141,30 +141,11 @@ func (s *fastSchema) compileKeyword(k string, v any, root bool, resolve refFunc)
 		}
 		return false
 	case "required":
-		arr, isArr := v.([]any)
-		if !isArr {
-			return false
-		}
-		for _, r := range arr {
-			name, isStr := r.(string)
-			if !isStr {
-				return false
-			}
-			s.required = append(s.required, name)
-		}
-		return true
+		s.required, ok = stringList(v)
+		return ok
 	case "properties":
-		m, isMap := v.(map[string]any)
-		if !isMap {
-			return false
-		}
-		s.props = make(map[string]*fastSchema, len(m))
-		for name, sub := range m {
-			if s.props[name], ok = compileNode(sub, false, resolve); !ok {
-				return false
-			}
-		}
-		return true
+		s.props, ok = schemaMap(v, resolve)
+		return ok
 	case "patternProperties":
 		m, isMap := v.(map[string]any)
 		if !isMap {
@@ -251,31 +232,14 @@ func (s *fastSchema) compileKeyword(k string, v any, root bool, resolve refFunc)
 		}
 		s.depReq = make(map[string][]string, len(m))
 		for name, req := range m {
-			arr, isArr := req.([]any)
-			if !isArr {
+			if s.depReq[name], ok = stringList(req); !ok {
 				return false
-			}
-			for _, r := range arr {
-				rn, isStr := r.(string)
-				if !isStr {
-					return false
-				}
-				s.depReq[name] = append(s.depReq[name], rn)
 			}
 		}
 		return true
 	case "dependentSchemas":
-		m, isMap := v.(map[string]any)
-		if !isMap {
-			return false
-		}
-		s.depSchemas = make(map[string]*fastSchema, len(m))
-		for name, sub := range m {
-			if s.depSchemas[name], ok = compileNode(sub, false, resolve); !ok {
-				return false
-			}
-		}
-		return true
+		s.depSchemas, ok = schemaMap(v, resolve)
+		return ok
 	case "pattern":
 		p, isStr := v.(string)
 		if !isStr {
@@ -319,6 +283,40 @@ func (s *fastSchema) compileKeyword(k string, v any, root bool, resolve refFunc)
 		return true
 	}
 	return false
+}
+
+// stringList is a keyword's array of strings.
+func stringList(v any) ([]string, bool) {
+	arr, isArr := v.([]any)
+	if !isArr {
+		return nil, false
+	}
+	out := make([]string, 0, len(arr))
+	for _, r := range arr {
+		name, isStr := r.(string)
+		if !isStr {
+			return nil, false
+		}
+		out = append(out, name)
+	}
+	return out, true
+}
+
+// schemaMap is a keyword's object of subschemas, by name.
+func schemaMap(v any, resolve refFunc) (map[string]*fastSchema, bool) {
+	m, isMap := v.(map[string]any)
+	if !isMap {
+		return nil, false
+	}
+	out := make(map[string]*fastSchema, len(m))
+	for name, sub := range m {
+		c, ok := compileNode(sub, false, resolve)
+		if !ok {
+			return nil, false
+		}
+		out[name] = c
+	}
+	return out, true
 }
 
 func parseBound(lit string) (*bound, bool) {
