@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -331,23 +332,66 @@ func (b *Bus) EnsureConsumer(ctx context.Context, cfg ConsumeConfig) error {
 // its next start.
 const consumerMaxAckPending = 1 << 16
 
+// consumerMaxWaiting bounds the pull requests a durable consumer holds
+// waiting, across every process consuming from it: each idle Consume loop
+// keeps one. The server's default, 512, is sixteen processes of 32 loops;
+// a pull past it is dropped without an answer (its heartbeats never
+// come, and the loop finds out 10 s later), so the loops of a seventeenth
+// worker sat out a backlog (TestConsumeScalesPastTheDefaultWaitingPulls).
+// A waiting pull costs the server a small record and nothing while it
+// waits. The server cannot change MaxWaiting on an existing consumer: one
+// made with another value keeps it (maxWaiting).
+const consumerMaxWaiting = 1 << 16
+
 // A consumer without a leader for the moment (electing one after a node
 // loss) times the request out: it is tried again like a publish
 // (election.go), so that a process starting then waits instead of failing.
 func (b *Bus) ensureConsumer(ctx context.Context, cfg ConsumeConfig) (jetstream.Consumer, error) {
 	var cons jetstream.Consumer
-	_, err := retryElection(ctx, b.electionWait, func(ctx context.Context) (err error) {
-		cons, err = b.js.CreateOrUpdateConsumer(ctx, cfg.Stream, jetstream.ConsumerConfig{
-			Durable: cfg.Durable, FilterSubject: cfg.Filter, AckPolicy: jetstream.AckExplicitPolicy,
-			AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAckPending: consumerMaxAckPending,
-			DeliverPolicy: jetstream.DeliverAllPolicy,
-		})
-		return err
+	_, err := retryElection(ctx, b.electionWait, func(ctx context.Context) error {
+		// Made meanwhile by another process with another MaxWaiting (an
+		// older agentbus): read again, and keep that one's.
+		for try := 0; ; try++ {
+			waiting, err := b.maxWaiting(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			cons, err = b.js.CreateOrUpdateConsumer(ctx, cfg.Stream, jetstream.ConsumerConfig{
+				Durable: cfg.Durable, FilterSubject: cfg.Filter, AckPolicy: jetstream.AckExplicitPolicy,
+				AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAckPending: consumerMaxAckPending,
+				MaxWaiting: waiting, DeliverPolicy: jetstream.DeliverAllPolicy,
+			})
+			if err == nil || try > 0 || !strings.Contains(err.Error(), "max waiting") {
+				return err
+			}
+		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bus: consumer %s on %s: %w", cfg.Durable, cfg.Stream, err)
 	}
 	return cons, nil
+}
+
+// maxWaiting is the MaxWaiting to make cfg's consumer with:
+// consumerMaxWaiting for a new one, the one it has if it exists (the
+// server refuses to change it). A consumer an older agentbus made keeps
+// the server's default of 512 waiting pulls, which is said once: deleting
+// it (with no worker running, or its steps in flight run again) lets the
+// next start make it with consumerMaxWaiting.
+func (b *Bus) maxWaiting(ctx context.Context, cfg ConsumeConfig) (int, error) {
+	c, err := b.js.Consumer(ctx, cfg.Stream, cfg.Durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return consumerMaxWaiting, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := c.CachedInfo().Config.MaxWaiting
+	if n < consumerMaxWaiting && b.fewWaiting.CompareAndSwap(false, true) {
+		b.log.Warn("a consumer made by an older agentbus holds at most this many waiting pulls: past that many idle loops (concurrency × processes) the rest wait up to 10 s for steps; delete the consumer while no process uses it to raise it",
+			"consumer", cfg.Durable, "stream", cfg.Stream, "max_waiting", n, "new_consumers", consumerMaxWaiting)
+	}
+	return n, nil
 }
 
 // handle runs h for m and answers m by h's error; handingBack runs
