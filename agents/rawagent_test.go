@@ -47,10 +47,15 @@ func rawUpperAgent(ctx context.Context, url string, ready chan<- struct{}, seen 
 	if err != nil {
 		return err
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, "AGENTBUS_STEPS", jetstream.ConsumerConfig{
-		Durable: "step-upper", FilterSubject: "agentbus.*.step.upper",
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
-	})
+	// Looked up first, made only if missing (README step 1): an update
+	// would have to repeat MaxWaiting, which the server refuses to change.
+	cons, err := js.Consumer(ctx, "AGENTBUS_STEPS", "step-upper")
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		cons, err = js.CreateConsumer(ctx, "AGENTBUS_STEPS", jetstream.ConsumerConfig{
+			Durable: "step-upper", FilterSubject: "agentbus.*.step.upper",
+			AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxWaiting: 65536,
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("bind step-upper: %w", err)
 	}
