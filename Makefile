@@ -25,10 +25,12 @@ build:
 
 ## test: the dashboard's unit tests (Vitest), vet and the whole suite with
 ## the race detector (its own vet pass off: go vet ./... ran every check
-## it would, and more)
+## it would, and more), three packages at a time: most of the suite waits
+## on timers, elections and processes, and two at a time (go's default on
+## two cores) left a quarter of the machine idle
 test: web-test
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -vet=off -timeout 20m ./...
+	$(GO) test -race -count=1 -vet=off -p 3 -timeout 20m ./...
 
 ## web: rebuild the dashboard's assets (web/ → gateway/dashboard/dist, which
 ## is committed: the Go build never needs Node). A test fails when dist is
