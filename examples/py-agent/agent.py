@@ -199,6 +199,7 @@ async def bind(nc):
                 ack_policy=AckPolicy.EXPLICIT,
                 ack_wait=ACK_WAIT_MS / 1000,  # seconds
                 max_deliver=-1,  # this agent counts deliveries itself (README step 6)
+                max_waiting=65536,  # one waiting pull per idle slot, as agentbus's workers (README step 1)
             ),
         )
     sub = await js.pull_subscribe_bind(DURABLE, STREAM)

@@ -89,6 +89,7 @@ async function bind(nc: NatsConnection): Promise<{ consumer: Consumer; ackWaitMs
       ack_policy: AckPolicy.Explicit,
       ack_wait: nanos(ackWaitMs),
       max_deliver: -1, // this agent counts deliveries itself (README step 6)
+      max_waiting: 65536, // one waiting pull per idle slot, as agentbus's workers make it (README step 1)
     });
   }
   const consumer = await jetstream(nc).consumers.get(stream, durable);
