@@ -66,9 +66,9 @@ type Bus struct {
 	// reconnects counts the connection's reconnects: a live follower
 	// reads at once what was stored while it was away (follow_live.go).
 	reconnects *atomic.Uint64
-	// fewWaiting is set once a consumer made by an older agentbus, with
-	// fewer waiting pulls than consumerMaxWaiting, was reported.
-	fewWaiting atomic.Bool
+	// fewWaiting holds the durable consumers whose MaxWaiting was read
+	// (maxWaiting): one made elsewhere with fewer is reported once.
+	fewWaiting sync.Map
 	// dropLive, set by tests only, loses live events it returns true for.
 	dropLive func(seq uint64) bool
 	// beforeWatch, set by tests only, runs when a live follower has read

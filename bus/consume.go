@@ -376,7 +376,7 @@ func (b *Bus) ensureConsumer(ctx context.Context, cfg ConsumeConfig) (jetstream.
 // consumerMaxWaiting for a new one, the one it has if it exists (the
 // server refuses to change it). A consumer an older agentbus made, or an
 // agent in another language without the field, keeps the server's
-// default of 512 waiting pulls, which is said once: deleting
+// default of 512 waiting pulls, which is said once a consumer: deleting
 // it (with no worker running, or its steps in flight run again) lets the
 // next start make it with consumerMaxWaiting.
 func (b *Bus) maxWaiting(ctx context.Context, cfg ConsumeConfig) (int, error) {
@@ -388,8 +388,10 @@ func (b *Bus) maxWaiting(ctx context.Context, cfg ConsumeConfig) (int, error) {
 		return 0, err
 	}
 	n := c.CachedInfo().Config.MaxWaiting
-	if n < consumerMaxWaiting && b.fewWaiting.CompareAndSwap(false, true) {
-		b.log.Warn("a consumer made elsewhere (an older agentbus, an agent in another language) holds at most this many waiting pulls: past that many idle slots (concurrency × processes) the rest wait up to 10 s for steps; delete the consumer while no process uses it to raise it",
+	if _, said := b.fewWaiting.LoadOrStore(cfg.Durable, true); n < consumerMaxWaiting && !said {
+		// Info, not a warning: it matters only past sixteen idle
+		// processes of 32 slots, which this process cannot count.
+		b.log.Info("a consumer made elsewhere (an older agentbus, an agent in another language) holds at most this many waiting pulls: past that many idle slots (concurrency × processes) the rest wait up to 10 s for steps; delete the consumer while no process uses it to raise it",
 			"consumer", cfg.Durable, "stream", cfg.Stream, "max_waiting", n, "new_consumers", consumerMaxWaiting)
 	}
 	return n, nil
