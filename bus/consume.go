@@ -348,23 +348,26 @@ const consumerMaxWaiting = 1 << 16
 // (election.go), so that a process starting then waits instead of failing.
 func (b *Bus) ensureConsumer(ctx context.Context, cfg ConsumeConfig) (jetstream.Consumer, error) {
 	var cons jetstream.Consumer
-	_, err := retryElection(ctx, b.electionWait, func(ctx context.Context) error {
-		// Made meanwhile by another process with another MaxWaiting (an
-		// older agentbus): read again, and keep that one's.
-		for try := 0; ; try++ {
-			waiting, err := b.maxWaiting(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			cons, err = b.js.CreateOrUpdateConsumer(ctx, cfg.Stream, jetstream.ConsumerConfig{
-				Durable: cfg.Durable, FilterSubject: cfg.Filter, AckPolicy: jetstream.AckExplicitPolicy,
-				AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAckPending: consumerMaxAckPending,
-				MaxWaiting: waiting, DeliverPolicy: jetstream.DeliverAllPolicy,
-			})
-			if err == nil || try > 0 || !strings.Contains(err.Error(), "max waiting") {
-				return err
-			}
+	create := func(ctx context.Context) error {
+		waiting, err := b.maxWaiting(ctx, cfg)
+		if err != nil {
+			return err
 		}
+		cons, err = b.js.CreateOrUpdateConsumer(ctx, cfg.Stream, jetstream.ConsumerConfig{
+			Durable: cfg.Durable, FilterSubject: cfg.Filter, AckPolicy: jetstream.AckExplicitPolicy,
+			AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAckPending: consumerMaxAckPending,
+			MaxWaiting: waiting, DeliverPolicy: jetstream.DeliverAllPolicy,
+		})
+		return err
+	}
+	_, err := retryElection(ctx, b.electionWait, func(ctx context.Context) error {
+		err := create(ctx)
+		if err != nil && strings.Contains(err.Error(), "max waiting") {
+			// Made meanwhile by another process with another MaxWaiting
+			// (an older agentbus): read again, and keep that one's.
+			err = create(ctx)
+		}
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bus: consumer %s on %s: %w", cfg.Durable, cfg.Stream, err)

@@ -94,10 +94,10 @@ func (p *Puller) subscribe() error {
 // renew withdraws the subscription a request was given up on and makes
 // a new one, so that the server, if it still holds that request, finds
 // no one to deliver to and keeps its message for another pull: a
-// message taken while this Puller's
-// loop runs a handler would wait out its AckWait and run twice. A message
-// that came for it in the meantime is returned, to run now; a second one
-// (never: a request is for one) would be naked.
+// message taken while this Puller's loop runs a handler would wait out
+// its AckWait and run twice. A message that came for it in the meantime
+// is returned, to run now; a second one (never: a request is for one)
+// would be naked.
 func (p *Puller) renew() (Pulled, error) {
 	p.withdraw()
 	var got Pulled
