@@ -127,3 +127,68 @@ func TestSubscriberInFlightValidated(t *testing.T) {
 		}
 	}
 }
+
+// A windowed subscriber closed with its window full strands nothing: every
+// event the group's consumer had sent it, handed over or still on its way,
+// is nacked at Close, so the group's next subscriber gets it at once
+// rather than after AckWait (five minutes here, far past each step's
+// deadline). Six subscribers in turn each take a few events and close with
+// the rest of their window unread; the last one takes what is left, and
+// the group gets every event. (A nacked event stays among the consumer's
+// unacked ones until it is sent again, so the consumer's counts cannot
+// tell a nacked event from a stranded one: only its coming again can.)
+func TestWindowedSubscriberCloseStrandsNothing(t *testing.T) {
+	const n, window = 1500, 256
+	env := bustest.New(t)
+	pub, err := abwm.NewPublisher(abwm.PublisherConfig{Bus: env.Bus, Workflow: "close"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := pub.Publish("default", message.NewMessage(fmt.Sprintf("m-%04d", i), []byte(strconv.Itoa(i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := abwm.SubscriberConfig{Bus: env.Bus, ConsumerGroup: "close", InFlight: window, AckWait: 5 * time.Minute,
+		NackDelay: time.Millisecond, CloseTimeout: 100 * time.Millisecond}
+	acked := map[string]bool{}
+	// take acks k events, each one not yet acked, within 60 s.
+	take := func(sub *abwm.Subscriber, k int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		msgs, err := sub.Subscribe(ctx, "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range k {
+			select {
+			case m := <-msgs:
+				if acked[m.UUID] {
+					t.Fatalf("%s came again after it was acked", m.UUID)
+				}
+				acked[m.UUID] = true
+				m.Ack()
+			case <-ctx.Done():
+				t.Fatalf("%d of %d events acked; the rest did not come within a minute: left to AckWait", len(acked), n)
+			}
+		}
+	}
+	for round := range 6 {
+		sub, err := abwm.NewSubscriber(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		take(sub, 40+round*37)
+		// Its window holds events sent and not yet handed over.
+		if err := sub.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub, err := abwm.NewSubscriber(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	take(sub, n-len(acked))
+}
