@@ -72,9 +72,10 @@ func BenchmarkReplicaRatio(b *testing.B) {
 					}
 				}
 				var t1, t3 time.Duration
+				tag := runTag()
 				n := 0
 				for b.Loop() {
-					prefix := fmt.Sprintf("ratio-%s-%d-%d", follow, parallel, n)
+					prefix := fmt.Sprintf("ratio-%s-%d-%s-%d", follow, parallel, tag, n)
 					start := time.Now()
 					batch(r1, prefix)
 					mid := time.Now()
