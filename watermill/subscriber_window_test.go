@@ -25,15 +25,7 @@ func TestWindowedSubscriberOrder(t *testing.T) {
 	env := bustest.New(t)
 	ctx, cancel := context.WithTimeout(t.Context(), deadline)
 	defer cancel()
-	pub, err := abwm.NewPublisher(abwm.PublisherConfig{Bus: env.Bus, Workflow: "win"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		if err := pub.Publish("default", message.NewMessage(fmt.Sprintf("m-%03d", i), []byte(strconv.Itoa(i)))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	publishNumbered(t, env, "win", n)
 	sub, err := abwm.NewSubscriber(abwm.SubscriberConfig{Bus: env.Bus, ConsumerGroup: "win", InFlight: window,
 		NackDelay: time.Millisecond, CloseTimeout: 100 * time.Millisecond})
 	if err != nil {
@@ -140,15 +132,7 @@ func TestSubscriberInFlightValidated(t *testing.T) {
 func TestWindowedSubscriberCloseStrandsNothing(t *testing.T) {
 	const n, window = 1500, 256
 	env := bustest.New(t)
-	pub, err := abwm.NewPublisher(abwm.PublisherConfig{Bus: env.Bus, Workflow: "close"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		if err := pub.Publish("default", message.NewMessage(fmt.Sprintf("m-%04d", i), []byte(strconv.Itoa(i)))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	publishNumbered(t, env, "close", n)
 	cfg := abwm.SubscriberConfig{Bus: env.Bus, ConsumerGroup: "close", InFlight: window, AckWait: 5 * time.Minute,
 		NackDelay: time.Millisecond, CloseTimeout: 100 * time.Millisecond}
 	acked := map[string]bool{}
@@ -191,4 +175,19 @@ func TestWindowedSubscriberCloseStrandsNothing(t *testing.T) {
 	}
 	defer sub.Close()
 	take(sub, n-len(acked))
+}
+
+// publishNumbered adds n custom events to workflow wf of tenant default,
+// message i with UUID m-%04d and payload i.
+func publishNumbered(t *testing.T, env *bustest.Env, wf string, n int) {
+	t.Helper()
+	pub, err := abwm.NewPublisher(abwm.PublisherConfig{Bus: env.Bus, Workflow: wf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := pub.Publish("default", message.NewMessage(fmt.Sprintf("m-%04d", i), []byte(strconv.Itoa(i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
